@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# deps.sh — install the Debian 12 packages seen needs to build, run, test and
+# benchmark.  Safe to run repeatedly: it only calls apt-get when a package is
+# missing.  Uses sudo when not root.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential clang-14 libclang-rt-14-dev libfuzzer-14-dev
+  redis-server redis-tools
+  libxxhash-dev libcmocka-dev libhiredis-dev librdkafka-dev libjansson-dev
+  python3 python3-redis python3-pytest
+  gnuplot-nox
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "deps.sh: installing ${missing[*]}" >&2
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

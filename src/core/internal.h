@@ -1,0 +1,322 @@
+/*
+ * internal.h — declarations shared by the core library's source files, and
+ * every tuning constant in one place.  Nothing here is part of the public
+ * API (include/seen.h).
+ */
+#ifndef SEEN_INTERNAL_H
+#define SEEN_INTERNAL_H
+
+#include "seen.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ tuning */
+
+/* Target items per bucket of a run's lookup index: a point lookup decodes
+ * about half a bucket, and the index costs a few bits per bucket. */
+#define SEEN_BUCKET_ITEMS 256u
+
+/* The recent-additions buffer holds items raw (9-12 bytes each) until it is
+ * merged into the Golomb-coded runs.  Its limit grows with the set so that
+ * merges amortize, while its memory stays near 0.1 bit per stored item. */
+#define SEEN_HEAD_MIN 8u
+#define SEEN_HEAD_MAX 256u
+#define SEEN_HEAD_PER_ITEMS 1024u /* one buffered item per this many stored */
+
+/* Fraction of the false-positive budget kept free when planning, so a set
+ * that grows a little past its plan need not take much finer fingerprints. */
+#define SEEN_BUDGET_RESERVE (1.0 / 64.0)
+
+/* Sets younger than one slice, with a window, stay exact up to this many
+ * items: the plan for their fingerprints is only trustworthy once one full
+ * slice of history shows the user's rate. */
+#define SEEN_YOUNG_EXACT_MAX 65536u
+
+/* The recent run is folded into main when its slice ends, or once it holds
+ * as many items as main (which bounds rewrites when items arrive in random
+ * time order). */
+#define SEEN_DELTA_RATIO 1u
+
+/* Upper bound on live segments (slices x count segments). */
+#define SEEN_MAX_SEGMENTS 4096u
+
+/* Default policy values. */
+#define SEEN_DEFAULT_WINDOW_MS (90ull * 24 * 3600 * 1000)
+#define SEEN_DEFAULT_SLICES 4u
+#define SEEN_DEFAULT_ERROR 0.001
+#define SEEN_DEFAULT_EXACT_LIMIT 128u
+
+/* Every rejection of malformed serialized input goes through CORRUPT; build
+ * with -DSEEN_TRACE_CORRUPT to learn which check fired. */
+#ifdef SEEN_TRACE_CORRUPT
+#include <stdio.h>
+#define CORRUPT (fprintf(stderr, "corrupt: %s:%d\n", __FILE__, __LINE__), SEEN_ERR_FORMAT_CORRUPT)
+#else
+#define CORRUPT SEEN_ERR_FORMAT_CORRUPT
+#endif
+
+/* ------------------------------------------------------------ memory */
+
+void *seen__malloc(size_t size);
+void *seen__calloc(size_t count, size_t size);
+void *seen__realloc(void *ptr, size_t size);
+void seen__free(void *ptr);
+/* Bytes the allocator really holds for ptr (requested size if unknown). */
+size_t seen__alloc_size(void *ptr, size_t requested);
+
+/* ------------------------------------------------------------ hashing */
+
+uint64_t seen__hash_str(const void *ptr, size_t len);
+/* A bijection on 64-bit integers with good avalanche, so that integer ids
+ * become uniformly spread fingerprint keys without collisions. */
+uint64_t seen__mix64(uint64_t x);
+
+/* ------------------------------------------------------------ sorting */
+
+typedef struct seen__kv {
+    uint64_t key;
+    uint32_t idx;
+} seen__kv;
+
+/* Sort by key (ties in any order).  Needs a temporary buffer of n entries;
+ * returns SEEN_ERR_NOMEM without touching `a` if it cannot get one. */
+seen_err seen__sort_kv(seen__kv *a, size_t n);
+
+/* ------------------------------------------------------------ bit I/O */
+
+static inline uint64_t seen__load64le(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static inline void seen__store64le(uint8_t *p, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, sizeof v);
+}
+
+/* The bits at and after `pos` (LSB-first); at least 57 of them are valid.
+ * The buffer must have 8 readable bytes from byte pos/8. */
+static inline uint64_t seen__peek(const uint8_t *buf, uint64_t pos)
+{
+    return seen__load64le(buf + (pos >> 3)) >> (pos & 7);
+}
+
+static inline uint64_t seen__read_bits(const uint8_t *buf, uint64_t pos,
+                                       unsigned n)
+{
+    if (n == 0)
+        return 0;
+    uint64_t lo = seen__peek(buf, pos);
+    if (n <= 56)
+        return lo & ((UINT64_C(1) << n) - 1);
+    uint64_t v = (lo & ((UINT64_C(1) << 56) - 1)) | (seen__peek(buf, pos + 56) << 56);
+    return n == 64 ? v : v & ((UINT64_C(1) << n) - 1);
+}
+
+/* Number of bits needed to write x (0 for 0). */
+static inline unsigned seen__bitlen(uint64_t x)
+{
+    return x ? 64u - (unsigned)__builtin_clzll(x) : 0u;
+}
+
+static inline uint64_t seen__mulhi(uint64_t a, uint64_t b)
+{
+    return (uint64_t)(((unsigned __int128)a * b) >> 64);
+}
+
+/* A growable, zero-filled bit buffer. */
+typedef struct seen__bitw {
+    uint8_t *buf;
+    size_t cap;    /* bytes allocated */
+    uint64_t bits; /* bits written */
+    bool failed;   /* an allocation failed; further writes are dropped */
+} seen__bitw;
+
+bool seen__bitw_reserve(seen__bitw *w, uint64_t more_bits);
+void seen__bitw_free(seen__bitw *w);
+
+/* Append the low n bits of v (n <= 64); space must have been reserved. */
+static inline void seen__bitw_put(seen__bitw *w, uint64_t v, unsigned n)
+{
+    while (n > 0) {
+        unsigned take = n > 56 ? 56 : n;
+        uint64_t part = take == 64 ? v : (v & ((UINT64_C(1) << take) - 1));
+        uint8_t *p = w->buf + (w->bits >> 3);
+        seen__store64le(p, seen__load64le(p) | (part << (w->bits & 7)));
+        w->bits += take;
+        v = take >= 64 ? 0 : v >> take;
+        n -= take;
+    }
+}
+
+/* ------------------------------------------------------------ Golomb */
+
+/* A Golomb code with parameter m: quotient in unary (q zeros, then a one),
+ * remainder in truncated binary (b-1 or b bits, b = ceil(log2 m)). */
+typedef struct seen__golomb {
+    uint64_t m;
+    uint64_t short_n; /* remainders below this take b-1 bits */
+    uint64_t lowmask; /* b-1 low bits */
+    unsigned b;
+} seen__golomb;
+
+void seen__golomb_init(seen__golomb *g, uint64_t m);
+/* The Golomb parameter that minimises the size of n sorted distinct values
+ * spread over a range of `range` values. */
+uint64_t seen__golomb_choose(uint64_t n, uint64_t range);
+
+/* ------------------------------------------------------------ division */
+
+/* Division by a divisor fixed for many operations: multiply-high by a
+ * precomputed reciprocal instead of a hardware divide (Granlund and
+ * Montgomery's method for unsigned 64-bit division by an invariant). */
+typedef struct seen__divider {
+    uint64_t d;
+    uint64_t magic;
+    unsigned shift;
+    uint8_t kind; /* 0: d == 1, 1: power of two, 2: general */
+} seen__divider;
+
+void seen__divider_init(seen__divider *v, uint64_t d);
+
+static inline uint64_t seen__div(const seen__divider *v, uint64_t n)
+{
+    if (v->kind == 0)
+        return n;
+    if (v->kind == 1)
+        return n >> v->shift;
+    uint64_t t = seen__mulhi(v->magic, n);
+    return (t + ((n - t) >> 1)) >> v->shift;
+}
+
+/* ------------------------------------------------------------ runs */
+
+/*
+ * A run: n distinct values in increasing order, each with a tag naming the
+ * segment (time slice / count step) it belongs to.  Values are keys divided
+ * by the run's divisor c (c = 1: exact keys).  The layout of `mem` is
+ * described at the top of run.c.
+ */
+typedef struct seen__run {
+    uint64_t c;          /* divisor: value = key / c */
+    uint64_t base;       /* smallest value */
+    uint64_t span;       /* largest value - base */
+    uint64_t golomb_m;   /* Golomb parameter of the gaps */
+    uint64_t bucket_w;   /* bucket of v = (v - base) / bucket_w */
+    uint64_t code_bits;  /* bits of Golomb codes */
+    int64_t idx_min_bits;  /* smallest deviation of a bucket's bit offset */
+    int64_t idx_min_items; /* smallest deviation of a bucket's first item */
+    uint32_t n;          /* values */
+    uint32_t nbuckets;
+    uint32_t nsegs;      /* tag alphabet: segment ids, oldest first */
+    uint8_t w_bits;      /* index field widths */
+    uint8_t w_items;
+    uint8_t *mem;        /* segment ids, index, tags, codes, padding */
+} seen__run;
+
+/* Zero bytes after a run's codes: 64-bit loads near the end stay inside. */
+#define SEEN_RUN_PAD 16u
+
+size_t seen__run_mem_size(const seen__run *r);
+const uint32_t *seen__run_segs(const seen__run *r);
+size_t seen__run_index_bytes(const seen__run *r);
+size_t seen__run_tag_bytes(const seen__run *r);
+
+/* Encode n >= 1 strictly increasing values with tags < nsegs. */
+seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals,
+                          const uint16_t *tags, size_t n,
+                          const uint32_t *seg_ids, uint32_t nsegs);
+/* Decode every value and tag of a valid run into arrays of r->n entries. */
+void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags);
+/* Check a run read from untrusted bytes: header fields, index, every code,
+ * order, tags.  The header fields must already be in r and mem allocated
+ * with seen__run_mem_size(r) bytes. */
+seen_err seen__run_validate(const seen__run *r);
+void seen__run_release(seen__run *r);
+
+/* Looks up a nondecreasing sequence of values in one run. */
+typedef struct seen__cursor {
+    const seen__run *r;
+    seen__golomb g;
+    seen__divider bucket_div;
+    seen__divider tag_div;
+    const uint8_t *codes;
+    const uint64_t *tagw;
+    uint64_t line_bits, line_items; /* 32.32 fixed-point slopes */
+    uint64_t pos, end;  /* bit range of the current bucket */
+    uint64_t cur;       /* last decoded value */
+    uint64_t item;      /* index of `cur` in the run */
+    uint32_t bucket;
+    uint32_t tags_per_word;
+    bool have_cur;      /* cur holds a decoded value of this bucket */
+    bool started;
+} seen__cursor;
+
+void seen__cursor_init(seen__cursor *cur, const seen__run *r);
+
+/* Point lookups of vals[i] in runs[i] (i < k <= SEEN_LOOKUP_MANY_MAX),
+ * decoded in lockstep; tags[i] gets the tag or -1. */
+#define SEEN_LOOKUP_MANY_MAX 8
+void seen__run_lookup_many(const seen__run *const *runs, const uint64_t *vals, size_t k, int *tags);
+/* The tag of value v, or -1 if absent; v must not decrease between calls. */
+int seen__cursor_find(seen__cursor *cur, uint64_t v);
+
+/* ------------------------------------------------------------ sets */
+
+/*
+ * A segment is a time slice (and, for sets with a capacity, one count step
+ * of it).  Runs and the head refer to segments by id; the table is kept in
+ * age order, oldest first, which is also the order of forgetting.
+ */
+typedef struct seen__segment {
+    int64_t slice;   /* time slice index, counted from the set's origin */
+    uint64_t phys;   /* entries stored with this tag, in runs and head */
+    uint64_t shadow; /* of those, older copies of items added again later */
+    uint32_t id;
+    uint32_t seq;    /* count step within the slice */
+    uint8_t dropped; /* forgotten by the capacity rule */
+} seen__segment;
+
+/* Items whose newest addition is in segment g: what capacity counts. */
+static inline uint64_t seen__seg_items(const seen__segment *g) { return g->phys - g->shadow; }
+
+struct seen_set {
+    seen_policy policy;
+    uint64_t slice_ms;   /* window / slices, rounded up; 0 without window */
+    uint64_t budget;     /* floor(error * 2^64): bound on sum(n * c) */
+    int64_t origin;      /* slice 0 starts here (the first item's time) */
+    int64_t clock;       /* latest `now` of any write */
+    uint64_t c_ref;      /* divisors of compact runs are c_ref * 2^j */
+    uint64_t hwm;        /* most items held recently: the planning size */
+    int64_t hwm_clock;
+    uint32_t next_seg_id;
+    uint8_t has_origin;
+    seen__segment *segs; /* age order */
+    uint32_t nsegs;
+    uint32_t nruns;
+    seen__run *runs;     /* oldest first: main, then recent */
+    uint64_t *head_keys; /* raw keys of recent additions ... */
+    uint32_t *head_segs; /* ... and their segment ids (same block) */
+    uint32_t head_n, head_cap;
+};
+
+/* The key an item is stored under: strings hashed, ints mixed unless the
+ * set is exact. */
+uint64_t seen__int_key(const seen_set *s, uint64_t item);
+
+/* Policy-derived fields; false if the policy is invalid. */
+bool seen__set_derive(seen_set *s);
+/* Frees the parts of a set that seen_deserialize may have filled. */
+void seen__set_destroy(seen_set *s);
+
+#endif /* SEEN_INTERNAL_H */

@@ -1,0 +1,947 @@
+/*
+ * run.c — a run: a sorted set of distinct 64-bit values, each with a tag,
+ * stored as Golomb-coded gaps with a small bucket index.
+ *
+ * Values are item keys divided by the run's divisor c (c = 1 keeps exact
+ * keys; a larger c keeps only a fingerprint, and a fresh key matches one of
+ * n stored fingerprints with probability at most n*c/2^64).  Sorted uniform
+ * values have nearly geometric gaps, for which a Golomb code is within
+ * ~0.03 bit of the entropy: a run costs about log2(range/n) + 1.46 bits per
+ * value, plus log2(k) for tags when it holds k segments.
+ *
+ * Layout of `mem` (one allocation):
+ *
+ *   [segment ids: nsegs x uint32]     tag t means segment ids[t]
+ *   [index: (nbuckets-1) entries]     w_bits + w_items bits each, byte-padded
+ *   [tags: ceil(n / g) x uint64 LE]   base-nsegs digits, g per word
+ *   [codes: code_bits, byte-padded]
+ *   [16 zero bytes]                   the bit reader loads up to 15 bytes
+ *                                     past its position
+ *
+ * Buckets.  Value v is in bucket (v - base) / bucket_w, where nbuckets is
+ * n / SEEN_BUCKET_ITEMS and bucket_w = ceil((span+1) / nbuckets): uniform
+ * values put about SEEN_BUCKET_ITEMS in each.  Every bucket restarts its
+ * gaps: its first value is coded as v - bucket_base, the next ones as
+ * v - previous - 1, so a lookup jumps to its bucket and decodes half a
+ * bucket on average.  Division by bucket_w uses a precomputed reciprocal.
+ *
+ * Index.  Bucket j starts at bit off(j) of the codes and at item first(j).
+ * Both are close to straight lines (j * code_bits / nbuckets and
+ * j * n / nbuckets, computed in 32.32 fixed point), so entry j-1 for
+ * j = 1..nbuckets-1 stores only the deviations, minus their minimum, in
+ * w_bits and w_items bits.  With 256-value buckets this is ~22 bits per
+ * bucket, under 0.1 bit per value.
+ *
+ * Tags.  With k = nsegs > 1, tags are base-k digits, g = floor(log_k 2^64)
+ * per 64-bit word (k = 3: 40 per word, 1.6 bits each), so a run holding
+ * three slices pays log2(3) bits per value, not 2.  Item i's tag is digit
+ * i % g of word i / g.
+ *
+ * Codes.  Each gap is Golomb-coded: q = gap / m zeros, a one, then the
+ * remainder r in truncated binary with b = ceil(log2 m): r < short_n =
+ * 2^b - m takes b-1 bits, larger r is written as r + short_n in b bits, top
+ * b-1 bits first, then its lowest bit.  Bits are packed LSB-first.  Example,
+ * m = 5 (b = 3, short_n = 3): gap 12 = 2*5 + 2 is the bits 0,0,1 then 0,1.
+ *
+ * Invariants: n >= 1; values strictly increase; the first is base and the
+ * last base + span; tags < nsegs; golomb_m, nbuckets and bucket_w are the
+ * canonical choices for (n, span), so one set of values has exactly one
+ * encoding (replica digests compare bytes).
+ */
+#include "internal.h"
+
+#include <math.h>
+
+/* ---------------------------------------------------------------- bitw */
+
+bool seen__bitw_reserve(seen__bitw *w, uint64_t more_bits)
+{
+    if (w->failed)
+        return false;
+    uint64_t need_bits = w->bits + more_bits;
+    size_t need = (size_t)((need_bits + 7) / 8) + 8;
+    if (need <= w->cap)
+        return true;
+    size_t cap = w->cap ? w->cap : 64;
+    while (cap < need)
+        cap = cap + cap / 2 + 64;
+    uint8_t *p = seen__realloc(w->buf, cap);
+    if (p == NULL) {
+        w->failed = true;
+        return false;
+    }
+    memset(p + w->cap, 0, cap - w->cap);
+    w->buf = p;
+    w->cap = cap;
+    return true;
+}
+
+void seen__bitw_free(seen__bitw *w)
+{
+    seen__free(w->buf);
+    w->buf = NULL;
+    w->cap = 0;
+    w->bits = 0;
+}
+
+/* ------------------------------------------------------------- divider */
+
+void seen__divider_init(seen__divider *v, uint64_t d)
+{
+    memset(v, 0, sizeof *v);
+    v->d = d;
+    if (d <= 1) {
+        v->kind = 0;
+    } else if ((d & (d - 1)) == 0) {
+        v->kind = 1;
+        v->shift = (unsigned)__builtin_ctzll(d);
+    } else {
+        unsigned l = seen__bitlen(d); /* ceil(log2 d): d is no power of 2 */
+        uint64_t two_l_minus_d = (l == 64 ? 0 : (UINT64_C(1) << l)) - d;
+        v->magic = (uint64_t)((((unsigned __int128)two_l_minus_d) << 64) / d) + 1;
+        v->shift = l - 1;
+        v->kind = 2;
+    }
+}
+
+/* -------------------------------------------------------------- Golomb */
+
+void seen__golomb_init(seen__golomb *g, uint64_t m)
+{
+    g->m = m;
+    if (m <= 1) {
+        g->b = 0;
+        g->short_n = 0;
+        g->lowmask = 0;
+        return;
+    }
+    g->b = seen__bitlen(m - 1); /* ceil(log2 m) */
+    g->short_n = ((g->b >= 64) ? 0 : (UINT64_C(1) << g->b)) - m;
+    g->lowmask = (UINT64_C(1) << (g->b - 1)) - 1;
+}
+
+#define GOLOMB_M_MAX (UINT64_C(1) << 62)
+
+uint64_t seen__golomb_choose(uint64_t n, uint64_t span)
+{
+    /* n values over span+1 slots: gaps are ~geometric with success
+     * probability p = n / (span + 1).  The optimal m is the smallest with
+     * (1-p)^m + (1-p)^(m+1) <= 1, i.e. ceil(log(2-p) / -log(1-p)). */
+    double range = (double)span + 1.0;
+    double p = (double)n / range;
+    if (p >= 0.38)
+        return 1;
+    double m = ceil(log(2.0 - p) / -log1p(-p));
+    if (!(m >= 1.0))
+        return 1;
+    if (m >= (double)GOLOMB_M_MAX)
+        return GOLOMB_M_MAX;
+    return (uint64_t)m;
+}
+
+static inline void golomb_put(seen__bitw *w, const seen__golomb *g, const seen__divider *mdiv,
+                              uint64_t gap)
+{
+    uint64_t q = g->m > 1 ? seen__div(mdiv, gap) : gap;
+    uint64_t r = gap - q * g->m;
+    uint64_t code;
+    unsigned len;
+    if (g->b == 0) {
+        code = 0;
+        len = 0;
+    } else if (r < g->short_n) {
+        code = r;
+        len = g->b - 1;
+    } else {
+        uint64_t v = r + g->short_n;
+        code = (v >> 1) | ((v & 1) << (g->b - 1));
+        len = g->b;
+    }
+    if (q + 1 + len <= 56) {
+        seen__bitw_put(w, (UINT64_C(1) << q) | (code << (q + 1)), (unsigned)q + 1 + len);
+        return;
+    }
+    w->bits += q; /* zeros: the buffer is zero-filled */
+    seen__bitw_put(w, 1, 1);
+    seen__bitw_put(w, code, len);
+}
+
+static uint64_t golomb_get_slow(const uint8_t *buf, uint64_t *pos, const seen__golomb *g)
+{
+    uint64_t q = 0;
+    uint64_t w = seen__peek(buf, *pos);
+    while (w == 0) {
+        unsigned valid = 64 - (unsigned)(*pos & 7);
+        q += valid;
+        *pos += valid;
+        w = seen__peek(buf, *pos);
+    }
+    unsigned z = (unsigned)__builtin_ctzll(w);
+    q += z;
+    *pos += z + 1;
+    if (g->b == 0)
+        return q;
+    uint64_t y = seen__read_bits(buf, *pos, g->b - 1);
+    if (y < g->short_n) {
+        *pos += g->b - 1;
+        return q * g->m + y;
+    }
+    uint64_t bit = seen__read_bits(buf, *pos + g->b - 1, 1);
+    *pos += g->b;
+    return q * g->m + ((y << 1) | bit) - g->short_n;
+}
+
+/* Decode one gap from trusted data: one 64-bit load in the common case. */
+static inline uint64_t golomb_get(const uint8_t *buf, uint64_t *pos, const seen__golomb *g)
+{
+    uint64_t w = seen__peek(buf, *pos);
+    unsigned valid = 64 - (unsigned)(*pos & 7);
+    if (__builtin_expect(w != 0, 1)) {
+        unsigned z = (unsigned)__builtin_ctzll(w);
+        if (__builtin_expect(z + 1 + g->b <= valid, 1)) {
+            if (g->b == 0) {
+                *pos += z + 1;
+                return z;
+            }
+            w >>= z + 1;
+            uint64_t y = w & g->lowmask;
+            unsigned is_long = y >= g->short_n;
+            uint64_t r_long = ((y << 1) | ((w >> (g->b - 1)) & 1)) - g->short_n;
+            uint64_t r = is_long ? r_long : y;
+            *pos += z + g->b + is_long;
+            return z * g->m + r;
+        }
+    }
+    return golomb_get_slow(buf, pos, g);
+}
+
+/*
+ * A bit reader holding 56-63 bits in a register.  Refills are branch-free:
+ * OR in the next 8 bytes above the bits held, then advance by the whole
+ * bytes that became valid (the invariant is ptr*8 == position + avail).
+ * Decoding then works on the register; loads leave the critical path.
+ */
+typedef struct reader {
+    const uint8_t *ptr;
+    uint64_t buf;
+    unsigned avail;
+} reader;
+
+static inline void reader_refill(reader *rd)
+{
+    rd->buf |= seen__load64le(rd->ptr) << rd->avail;
+    rd->ptr += (63 - rd->avail) >> 3;
+    rd->avail |= 56;
+}
+
+static inline void reader_init(reader *rd, const uint8_t *buf, uint64_t pos)
+{
+    rd->ptr = buf + (pos >> 3);
+    rd->buf = 0;
+    rd->avail = 0;
+    reader_refill(rd);
+    rd->buf >>= pos & 7;
+    rd->avail -= (unsigned)(pos & 7);
+}
+
+/* What the slow path returns: the reader's new state travels by value, so
+ * the caller's reader never has its address taken and stays in registers. */
+typedef struct slow_result {
+    reader rd;
+    uint64_t gap;
+    unsigned used;
+} slow_result;
+
+/* The rare case of reader_golomb: a unary part or remainder too long for
+ * the bits held.  Bit by bit, refilling as needed. */
+static __attribute__((noinline)) slow_result reader_golomb_slow(reader rd, const seen__golomb *g)
+{
+    uint64_t q = 0;
+    unsigned total = 0;
+    for (;;) {
+        if (rd.avail < 8)
+            reader_refill(&rd);
+        uint64_t bit = rd.buf & 1;
+        rd.buf >>= 1;
+        rd.avail -= 1;
+        total += 1;
+        if (bit)
+            break;
+        q++;
+    }
+    uint64_t rem = 0;
+    if (g->b > 0) {
+        uint64_t y = 0;
+        for (unsigned i = 0; i + 1 < g->b; i++) {
+            if (rd.avail < 8)
+                reader_refill(&rd);
+            y |= (rd.buf & 1) << i;
+            rd.buf >>= 1;
+            rd.avail -= 1;
+        }
+        total += g->b - 1;
+        if (y < g->short_n) {
+            rem = y;
+        } else {
+            if (rd.avail < 8)
+                reader_refill(&rd);
+            uint64_t bit = rd.buf & 1;
+            rd.buf >>= 1;
+            rd.avail -= 1;
+            total += 1;
+            rem = ((y << 1) | bit) - g->short_n;
+        }
+    }
+    return (slow_result){rd, q * g->m + rem, total};
+}
+
+/* Gap from trusted data; *used gets the bits consumed. */
+static inline __attribute__((always_inline)) uint64_t reader_golomb(reader *rd,
+                                                                    const seen__golomb *g,
+                                                                    unsigned *used)
+{
+    reader_refill(rd);
+    uint64_t b = rd->buf;
+    unsigned z = (unsigned)__builtin_ctzll(b | (UINT64_C(1) << 63));
+    if (__builtin_expect(z + 1 + g->b <= rd->avail, 1)) {
+        if (g->b == 0) {
+            rd->buf = b >> (z + 1);
+            rd->avail -= z + 1;
+            *used = z + 1;
+            return z;
+        }
+        /* Short or long remainder: about half and half, so select with a
+         * mask, not a branch (a mispredicted branch costs more than both
+         * paths). */
+        uint64_t w = b >> (z + 1);
+        uint64_t y = w & g->lowmask;
+        uint64_t is_long = y >= g->short_n;
+        uint64_t mask = 0 - is_long;
+        uint64_t r_long = ((y << 1) | ((w >> (g->b - 1)) & 1)) - g->short_n;
+        uint64_t r = (r_long & mask) | (y & ~mask);
+        unsigned n = z + g->b + (unsigned)is_long;
+        rd->buf = b >> n; /* n <= 56 < 64 */
+        rd->avail -= n;
+        *used = n;
+        return (uint64_t)z * g->m + r;
+    }
+    slow_result sr = reader_golomb_slow(*rd, g);
+    *rd = sr.rd;
+    *used = sr.used;
+    return sr.gap;
+}
+
+/* Decode one gap from untrusted data ending at bit `end`; false if the code
+ * runs past the end or overflows. */
+static bool golomb_get_checked(const uint8_t *buf, uint64_t *pos, uint64_t end,
+                               const seen__golomb *g, uint64_t *gap)
+{
+    uint64_t q = 0;
+    for (;;) {
+        if (*pos >= end)
+            return false;
+        uint64_t w = seen__peek(buf, *pos);
+        unsigned valid = 64 - (unsigned)(*pos & 7);
+        if (w != 0) {
+            unsigned z = (unsigned)__builtin_ctzll(w);
+            if (*pos + z >= end)
+                return false;
+            q += z;
+            *pos += z + 1;
+            break;
+        }
+        q += valid;
+        *pos += valid;
+    }
+    if (g->b == 0) {
+        *gap = q;
+        return true;
+    }
+    if (q > UINT64_MAX / g->m)
+        return false;
+    if (*pos + (g->b - 1) > end)
+        return false;
+    uint64_t y = seen__read_bits(buf, *pos, g->b - 1);
+    uint64_t r;
+    if (y < g->short_n) {
+        *pos += g->b - 1;
+        r = y;
+    } else {
+        if (*pos + g->b > end)
+            return false;
+        uint64_t bit = seen__read_bits(buf, *pos + g->b - 1, 1);
+        *pos += g->b;
+        r = ((y << 1) | bit) - g->short_n;
+        if (r >= g->m)
+            return false;
+    }
+    uint64_t base = q * g->m;
+    if (r > UINT64_MAX - base)
+        return false;
+    *gap = base + r;
+    return true;
+}
+
+/* ---------------------------------------------------------------- tags */
+
+/* How many base-k digits fit in a 64-bit word, and k to that power. */
+static uint32_t tags_per_word(uint32_t k, uint64_t *full)
+{
+    uint64_t p = 1;
+    uint32_t g = 0;
+    while (p <= UINT64_MAX / k) {
+        p *= k;
+        g++;
+    }
+    if (full)
+        *full = p;
+    return g;
+}
+
+static uint64_t ipow(uint64_t k, uint32_t e)
+{
+    uint64_t r = 1;
+    while (e) {
+        if (e & 1)
+            r *= k;
+        k *= k;
+        e >>= 1;
+    }
+    return r;
+}
+
+/* ---------------------------------------------------------------- runs */
+
+static uint32_t canonical_nbuckets(uint64_t n)
+{
+    uint64_t nb = n / SEEN_BUCKET_ITEMS;
+    return nb < 2 ? 1 : (uint32_t)nb;
+}
+
+static uint64_t canonical_bucket_w(uint32_t nbuckets, uint64_t span)
+{
+    if (nbuckets <= 1)
+        return 0;
+    return (uint64_t)(((unsigned __int128)span + nbuckets) / nbuckets);
+}
+
+static uint64_t tag_words(const seen__run *r)
+{
+    if (r->nsegs <= 1)
+        return 0;
+    uint32_t g = tags_per_word(r->nsegs, NULL);
+    return ((uint64_t)r->n + g - 1) / g;
+}
+
+size_t seen__run_index_bytes(const seen__run *r)
+{
+    uint64_t bits = (uint64_t)(r->nbuckets ? r->nbuckets - 1 : 0) * (r->w_bits + r->w_items);
+    return (size_t)((bits + 7) / 8);
+}
+
+size_t seen__run_tag_bytes(const seen__run *r) { return (size_t)tag_words(r) * 8; }
+
+static size_t codes_offset(const seen__run *r)
+{
+    return (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r) + seen__run_tag_bytes(r);
+}
+
+size_t seen__run_mem_size(const seen__run *r)
+{
+    return codes_offset(r) + (size_t)((r->code_bits + 7) / 8) + SEEN_RUN_PAD;
+}
+
+const uint32_t *seen__run_segs(const seen__run *r)
+{
+    return (const uint32_t *)(const void *)r->mem;
+}
+
+static inline uint64_t slope(uint64_t total, uint32_t nbuckets)
+{
+    return (uint64_t)(((unsigned __int128)total << 32) / nbuckets);
+}
+
+static inline uint64_t on_line(uint64_t slope32, uint32_t j)
+{
+    return (uint64_t)(((unsigned __int128)j * slope32) >> 32);
+}
+
+/* Start bit and first item of bucket j (j may be nbuckets). */
+static inline void bucket_start(const seen__run *r, uint64_t sl_bits, uint64_t sl_items,
+                                uint32_t j, uint64_t *bit, uint64_t *item)
+{
+    if (j == 0) {
+        *bit = 0;
+        *item = 0;
+        return;
+    }
+    if (j >= r->nbuckets) {
+        *bit = r->code_bits;
+        *item = r->n;
+        return;
+    }
+    const uint8_t *idx = r->mem + (size_t)r->nsegs * sizeof(uint32_t);
+    unsigned wsum = r->w_bits + r->w_items;
+    uint64_t at = (uint64_t)(j - 1) * wsum;
+    uint64_t fb = seen__read_bits(idx, at, r->w_bits);
+    uint64_t fi = seen__read_bits(idx, at + r->w_bits, r->w_items);
+    *bit = (uint64_t)((int64_t)on_line(sl_bits, j) + r->idx_min_bits + (int64_t)fb);
+    *item = (uint64_t)((int64_t)on_line(sl_items, j) + r->idx_min_items + (int64_t)fi);
+}
+
+void seen__run_release(seen__run *r)
+{
+    seen__free(r->mem);
+    memset(r, 0, sizeof *r);
+}
+
+seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
+                          size_t n, const uint32_t *seg_ids, uint32_t nsegs)
+{
+    if (n == 0 || n > UINT32_MAX || nsegs == 0 || nsegs > SEEN_MAX_SEGMENTS)
+        return SEEN_ERR_ARG;
+    seen__run r;
+    memset(&r, 0, sizeof r);
+    r.c = c;
+    r.n = (uint32_t)n;
+    r.base = vals[0];
+    r.span = vals[n - 1] - vals[0];
+    r.golomb_m = seen__golomb_choose(n, r.span);
+    r.nbuckets = canonical_nbuckets(n);
+    r.bucket_w = canonical_bucket_w(r.nbuckets, r.span);
+    r.nsegs = nsegs;
+
+    seen__golomb g;
+    seen__golomb_init(&g, r.golomb_m);
+    seen__divider mdiv, bdiv;
+    seen__divider_init(&mdiv, r.golomb_m);
+    seen__divider_init(&bdiv, r.bucket_w);
+    uint64_t *offs = seen__malloc(((size_t)r.nbuckets + 1) * 2 * sizeof *offs);
+    seen__bitw w = {0};
+    /* A code takes about b + 1.5 bits; reserve generously, grow rarely. */
+    uint64_t est = (uint64_t)n * (g.b + 3) + 128;
+    if (offs == NULL || !seen__bitw_reserve(&w, est)) {
+        seen__free(offs);
+        seen__bitw_free(&w);
+        return SEEN_ERR_NOMEM;
+    }
+    uint64_t *firsts = offs + r.nbuckets + 1;
+
+    uint32_t cur_bucket = 0;
+    uint64_t prev = 0;
+    bool first = true;
+    offs[0] = 0;
+    firsts[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = vals[i];
+        uint32_t j = r.nbuckets > 1 ? (uint32_t)seen__div(&bdiv, v - r.base) : 0;
+        while (cur_bucket < j) {
+            cur_bucket++;
+            offs[cur_bucket] = w.bits;
+            firsts[cur_bucket] = i;
+            first = true;
+        }
+        uint64_t gap = first ? v - (r.base + (uint64_t)j * r.bucket_w) : v - prev - 1;
+        uint64_t q = g.m > 1 ? seen__div(&mdiv, gap) : gap;
+        if ((w.bits + q + 130) / 8 + 8 > w.cap && !seen__bitw_reserve(&w, q + 130)) {
+            seen__free(offs);
+            seen__bitw_free(&w);
+            return SEEN_ERR_NOMEM;
+        }
+        golomb_put(&w, &g, &mdiv, gap);
+        prev = v;
+        first = false;
+    }
+    while (cur_bucket < r.nbuckets) {
+        cur_bucket++;
+        offs[cur_bucket] = w.bits;
+        firsts[cur_bucket] = n;
+    }
+    r.code_bits = w.bits;
+
+    /* Index: deviations of bucket starts from their straight lines. */
+    uint64_t sl_bits = slope(r.code_bits, r.nbuckets), sl_items = slope(n, r.nbuckets);
+    int64_t bmin = 0, bmax = 0, imin = 0, imax = 0;
+    for (uint32_t j = 1; j < r.nbuckets; j++) {
+        int64_t db = (int64_t)offs[j] - (int64_t)on_line(sl_bits, j);
+        int64_t di = (int64_t)firsts[j] - (int64_t)on_line(sl_items, j);
+        if (j == 1 || db < bmin)
+            bmin = db;
+        if (j == 1 || db > bmax)
+            bmax = db;
+        if (j == 1 || di < imin)
+            imin = di;
+        if (j == 1 || di > imax)
+            imax = di;
+    }
+    r.idx_min_bits = bmin;
+    r.idx_min_items = imin;
+    r.w_bits = (uint8_t)seen__bitlen((uint64_t)(bmax - bmin));
+    r.w_items = (uint8_t)seen__bitlen((uint64_t)(imax - imin));
+
+    size_t total = seen__run_mem_size(&r);
+    r.mem = seen__calloc(1, total);
+    if (r.mem == NULL) {
+        seen__free(offs);
+        seen__bitw_free(&w);
+        return SEEN_ERR_NOMEM;
+    }
+    memcpy(r.mem, seg_ids, (size_t)nsegs * sizeof(uint32_t));
+    uint8_t *idx = r.mem + (size_t)nsegs * sizeof(uint32_t);
+    if (r.w_bits + r.w_items > 0) {
+        seen__bitw iw = {.buf = idx, .cap = SIZE_MAX};
+        for (uint32_t j = 1; j < r.nbuckets; j++) {
+            int64_t db = (int64_t)offs[j] - (int64_t)on_line(sl_bits, j);
+            int64_t di = (int64_t)firsts[j] - (int64_t)on_line(sl_items, j);
+            seen__bitw_put(&iw, (uint64_t)(db - bmin), r.w_bits);
+            seen__bitw_put(&iw, (uint64_t)(di - imin), r.w_items);
+        }
+    }
+    if (nsegs > 1) {
+        uint8_t *tw = idx + seen__run_index_bytes(&r);
+        uint32_t per = tags_per_word(nsegs, NULL);
+        for (size_t i = 0; i < n; i += per) {
+            uint64_t word = 0;
+            size_t end = i + per < n ? i + per : n;
+            for (size_t k = end; k > i; k--)
+                word = word * nsegs + tags[k - 1];
+            seen__store64le(tw + (i / per) * 8, word);
+        }
+    }
+    memcpy(r.mem + codes_offset(&r), w.buf, (size_t)((r.code_bits + 7) / 8));
+    seen__free(offs);
+    seen__bitw_free(&w);
+    *out = r;
+    return SEEN_OK;
+}
+
+void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags)
+{
+    seen__golomb g;
+    seen__golomb_init(&g, r->golomb_m);
+    const uint8_t *codes = r->mem + codes_offset(r);
+    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
+    size_t k = 0;
+    uint64_t pos, end, it;
+    bucket_start(r, sl_bits, sl_items, 0, &pos, &it);
+    for (uint32_t j = 0; j < r->nbuckets; j++) {
+        bucket_start(r, sl_bits, sl_items, j + 1, &end, &it);
+        if (pos == end)
+            continue;
+        reader rd;
+        reader_init(&rd, codes, pos);
+        unsigned used = 0;
+        uint64_t left = end - pos;
+        uint64_t v = r->base + (uint64_t)j * r->bucket_w + reader_golomb(&rd, &g, &used);
+        left -= used;
+        vals[k++] = v;
+        while (left > 0) {
+            v = v + 1 + reader_golomb(&rd, &g, &used);
+            left -= used;
+            vals[k++] = v;
+        }
+        pos = end;
+    }
+    if (r->nsegs <= 1) {
+        memset(tags, 0, (size_t)r->n * sizeof *tags);
+        return;
+    }
+    seen__divider kd;
+    seen__divider_init(&kd, r->nsegs);
+    const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+    uint32_t per = tags_per_word(r->nsegs, NULL);
+    for (size_t i = 0; i < r->n; i += per) {
+        uint64_t word = seen__load64le(tw + (i / per) * 8);
+        size_t end_i = i + per < r->n ? i + per : r->n;
+        for (size_t t = i; t < end_i; t++) {
+            uint64_t q = seen__div(&kd, word);
+            tags[t] = (uint16_t)(word - q * r->nsegs);
+            word = q;
+        }
+    }
+}
+
+seen_err seen__run_validate(const seen__run *r)
+{
+    if (r->n == 0 || r->nsegs == 0 || r->nsegs > SEEN_MAX_SEGMENTS || r->mem == NULL)
+        return CORRUPT;
+    if (r->span > UINT64_MAX - r->base || (uint64_t)r->n - 1 > r->span)
+        return CORRUPT;
+    if (r->golomb_m != seen__golomb_choose(r->n, r->span) ||
+        r->nbuckets != canonical_nbuckets(r->n) ||
+        r->bucket_w != canonical_bucket_w(r->nbuckets, r->span) || r->w_bits > 62 ||
+        r->w_items > 40 ||
+        (r->nbuckets == 1 && (r->w_bits | r->w_items | r->idx_min_bits | r->idx_min_items)))
+        return CORRUPT;
+    const int64_t lim = INT64_C(1) << 61;
+    if (r->idx_min_bits < -lim || r->idx_min_bits > lim || r->idx_min_items < -lim ||
+        r->idx_min_items > lim)
+        return CORRUPT;
+    /* Each value needs at least one bit of code. */
+    if (r->code_bits < (uint64_t)r->n || r->code_bits > (UINT64_C(1) << 58))
+        return CORRUPT;
+
+    /* Tags: every word a valid base-k number, nothing past the last item. */
+    if (r->nsegs > 1) {
+        const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+        uint64_t full;
+        uint32_t per = tags_per_word(r->nsegs, &full);
+        uint64_t words = tag_words(r);
+        for (uint64_t wi = 0; wi < words; wi++) {
+            uint64_t word = seen__load64le(tw + wi * 8);
+            uint64_t digits = (uint64_t)r->n - wi * per;
+            uint64_t limit = digits >= per ? full : ipow(r->nsegs, (uint32_t)digits);
+            if (word >= limit)
+                return CORRUPT;
+        }
+    }
+
+    /* Bucket starts: checked arithmetic, as the index is untrusted. */
+    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
+    const uint8_t *idx = r->mem + (size_t)r->nsegs * sizeof(uint32_t);
+    unsigned wsum = r->w_bits + r->w_items;
+    uint64_t prev_bit = 0, prev_item = 0;
+    for (uint32_t j = 1; j <= r->nbuckets; j++) {
+        uint64_t b, it;
+        if (j == r->nbuckets) {
+            b = r->code_bits;
+            it = r->n;
+        } else {
+            uint64_t at = (uint64_t)(j - 1) * wsum;
+            int64_t ob = (int64_t)on_line(sl_bits, j) + r->idx_min_bits +
+                         (int64_t)seen__read_bits(idx, at, r->w_bits);
+            int64_t oi = (int64_t)on_line(sl_items, j) + r->idx_min_items +
+                         (int64_t)seen__read_bits(idx, at + r->w_bits, r->w_items);
+            if (ob < 0 || oi < 0)
+                return CORRUPT;
+            b = (uint64_t)ob;
+            it = (uint64_t)oi;
+        }
+        if (b < prev_bit || b > r->code_bits || it < prev_item || it > r->n)
+            return CORRUPT;
+        prev_bit = b;
+        prev_item = it;
+    }
+
+    seen__golomb g;
+    seen__golomb_init(&g, r->golomb_m);
+    const uint8_t *codes = r->mem + codes_offset(r);
+    uint64_t count = 0, last = 0;
+    bool any = false;
+    for (uint32_t j = 0; j < r->nbuckets; j++) {
+        uint64_t pos, end, it0, it1;
+        bucket_start(r, sl_bits, sl_items, j, &pos, &it0);
+        bucket_start(r, sl_bits, sl_items, j + 1, &end, &it1);
+        uint64_t lo = r->base + (uint64_t)j * r->bucket_w; /* <= base+span: checked below */
+        if (j > 0 && (r->bucket_w == 0 || (uint64_t)j > r->span / r->bucket_w) && pos != end)
+            return CORRUPT;
+        bool first = true;
+        uint64_t v = 0, in_bucket = 0;
+        while (pos < end) {
+            uint64_t gap;
+            if (!golomb_get_checked(codes, &pos, end, &g, &gap))
+                return CORRUPT;
+            if (first) {
+                if (gap > UINT64_MAX - lo)
+                    return CORRUPT;
+                v = lo + gap;
+            } else {
+                if (v == UINT64_MAX || gap > UINT64_MAX - v - 1)
+                    return CORRUPT;
+                v = v + 1 + gap;
+            }
+            if (v - r->base > r->span)
+                return CORRUPT;
+            if (r->nbuckets > 1 && (v - r->base) / r->bucket_w != j)
+                return CORRUPT;
+            if ((any && v <= last) || (!any && v != r->base))
+                return CORRUPT;
+            last = v;
+            any = true;
+            first = false;
+            in_bucket++;
+            if (++count > r->n)
+                return CORRUPT;
+        }
+        if (pos != end || in_bucket != it1 - it0)
+            return CORRUPT;
+    }
+    if (count != r->n || last != r->base + r->span)
+        return CORRUPT;
+    return SEEN_OK;
+}
+
+/* ---------------------------------------------------------------- lookup */
+
+void seen__cursor_init(seen__cursor *cur, const seen__run *r)
+{
+    memset(cur, 0, sizeof *cur);
+    cur->r = r;
+    seen__golomb_init(&cur->g, r->golomb_m);
+    seen__divider_init(&cur->bucket_div, r->bucket_w);
+    seen__divider_init(&cur->tag_div, r->nsegs);
+    cur->codes = r->mem + codes_offset(r);
+    cur->tagw = (const uint64_t *)(const void *)(r->mem + (size_t)r->nsegs * sizeof(uint32_t) +
+                                                 seen__run_index_bytes(r));
+    cur->line_bits = slope(r->code_bits, r->nbuckets);
+    cur->line_items = slope(r->n, r->nbuckets);
+    cur->tags_per_word = r->nsegs > 1 ? tags_per_word(r->nsegs, NULL) : 0;
+}
+
+static int cursor_tag(const seen__cursor *cur)
+{
+    const seen__run *r = cur->r;
+    if (r->nsegs <= 1)
+        return 0;
+    uint64_t wi = cur->item / cur->tags_per_word;
+    uint32_t digit = (uint32_t)(cur->item - wi * cur->tags_per_word);
+    uint64_t word = seen__load64le((const uint8_t *)cur->tagw + wi * 8);
+    word /= ipow(r->nsegs, digit);
+    return (int)(word % r->nsegs);
+}
+
+int seen__cursor_find(seen__cursor *cur, uint64_t v)
+{
+    const seen__run *r = cur->r;
+    if (v < r->base || v - r->base > r->span)
+        return -1;
+    uint32_t j = r->nbuckets > 1 ? (uint32_t)seen__div(&cur->bucket_div, v - r->base) : 0;
+    if (!cur->started || j != cur->bucket) {
+        cur->started = true;
+        cur->bucket = j;
+        uint64_t first_item, dummy;
+        bucket_start(r, cur->line_bits, cur->line_items, j, &cur->pos, &first_item);
+        bucket_start(r, cur->line_bits, cur->line_items, j + 1, &cur->end, &dummy);
+        cur->have_cur = false;
+        if (cur->pos == cur->end)
+            return -1;
+        cur->cur = r->base + (uint64_t)j * r->bucket_w + golomb_get(cur->codes, &cur->pos, &cur->g);
+        cur->item = first_item;
+        cur->have_cur = true;
+    }
+    if (!cur->have_cur)
+        return -1;
+    /* The hot loop keeps its state in locals (not through cur). */
+    uint64_t x = cur->cur, pos = cur->pos, item = cur->item;
+    if (x < v) {
+        if (pos >= cur->end) {
+            cur->have_cur = false;
+            return -1;
+        }
+        const seen__golomb g = cur->g;
+        reader rd;
+        reader_init(&rd, cur->codes, pos);
+        uint64_t left = cur->end - pos;
+        unsigned used = 0;
+        do {
+            if (left == 0) {
+                cur->pos = cur->end;
+                cur->have_cur = false;
+                return -1;
+            }
+            x = x + 1 + reader_golomb(&rd, &g, &used);
+            left -= used;
+            item++;
+        } while (x < v);
+        pos = cur->end - left;
+    }
+    cur->cur = x;
+    cur->pos = pos;
+    cur->item = item;
+    return x == v ? cursor_tag(cur) : -1;
+}
+
+/* ---------------------------------------------------------- point lookups */
+
+/* Per-run state of seen__run_lookup_many. */
+typedef struct probe {
+    reader rd;
+    seen__golomb g;
+    uint64_t x, target, left, item;
+    const seen__run *r;
+    int result; /* tag, -1 absent, -2 still searching */
+} probe;
+
+static void probe_start(probe *p, const seen__run *r, uint64_t v)
+{
+    p->r = r;
+    p->result = -1;
+    if (v < r->base || v - r->base > r->span)
+        return;
+    seen__divider bd;
+    uint32_t j = 0;
+    if (r->nbuckets > 1) {
+        seen__divider_init(&bd, r->bucket_w);
+        j = (uint32_t)seen__div(&bd, v - r->base);
+    }
+    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
+    uint64_t pos, end, dummy;
+    bucket_start(r, sl_bits, sl_items, j, &pos, &p->item);
+    bucket_start(r, sl_bits, sl_items, j + 1, &end, &dummy);
+    if (pos == end)
+        return;
+    seen__golomb_init(&p->g, r->golomb_m);
+    reader_init(&p->rd, r->mem + codes_offset(r), pos);
+    unsigned used;
+    p->x = r->base + (uint64_t)j * r->bucket_w + reader_golomb(&p->rd, &p->g, &used);
+    p->left = end - pos - used;
+    p->target = v;
+    p->result = -2;
+}
+
+static int run_tag_at(const seen__run *r, uint64_t item)
+{
+    if (r->nsegs <= 1)
+        return 0;
+    uint32_t per = tags_per_word(r->nsegs, NULL);
+    uint64_t wi = item / per;
+    const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+    uint64_t word = seen__load64le(tw + wi * 8) / ipow(r->nsegs, (uint32_t)(item - wi * per));
+    return (int)(word % r->nsegs);
+}
+
+/* One decode step; false once the probe has its answer. */
+static inline __attribute__((always_inline)) bool probe_step(probe *p)
+{
+    if (p->x >= p->target) {
+        p->result = p->x == p->target ? run_tag_at(p->r, p->item) : -1;
+        return false;
+    }
+    if (p->left == 0) {
+        p->result = -1;
+        return false;
+    }
+    unsigned used;
+    p->x = p->x + 1 + reader_golomb(&p->rd, &p->g, &used);
+    p->left -= used;
+    p->item++;
+    return true;
+}
+
+void seen__run_lookup_many(const seen__run *const *runs, const uint64_t *vals, size_t k, int *tags)
+{
+    /* Decoding a bucket is a chain of dependent steps; decoding several
+     * runs' buckets in lockstep lets the CPU overlap the chains. */
+    probe p[SEEN_LOOKUP_MANY_MAX];
+    if (k > SEEN_LOOKUP_MANY_MAX)
+        k = SEEN_LOOKUP_MANY_MAX;
+    for (size_t i = 0; i < k; i++)
+        probe_start(&p[i], runs[i], vals[i]);
+    if (k == 2) {
+        bool a = p[0].result == -2, b = p[1].result == -2;
+        while (a && b) {
+            a = probe_step(&p[0]);
+            b = probe_step(&p[1]);
+        }
+        while (a)
+            a = probe_step(&p[0]);
+        while (b)
+            b = probe_step(&p[1]);
+    } else {
+        for (size_t i = 0; i < k; i++)
+            while (p[i].result == -2 && probe_step(&p[i]))
+                ;
+    }
+    for (size_t i = 0; i < k; i++)
+        tags[i] = p[i].result;
+}

@@ -1,0 +1,2028 @@
+/*
+ * set.c — seen sets: adding, filtering, removing and forgetting items, and
+ * the plan that keeps the total false-positive rate under its bound.
+ *
+ * Structure (docs/DESIGN.md explains the choices and their measurements).
+ * A set holds:
+ *   - a segment table: time slices (and count steps, with a capacity), in
+ *     age order.  An item lives in the segment of its newest addition;
+ *   - runs (run.c): Golomb-coded sorted values with a segment tag each.
+ *     Usually two: "main" with the older slices and a small recent run, so
+ *     a new item rewrites only the recent run, and a lookup visits two;
+ *   - the head: raw keys of the latest additions, merged into the runs in
+ *     batches once it holds about one item per thousand stored.
+ *
+ * Exactness and the false-positive budget.  A run with divisor c stores
+ * key / c; a fresh key matches one of its n values with probability at most
+ * n * c / 2^64.  The invariant is
+ *
+ *       sum over runs (n * c)  +  head items  <=  budget = error * 2^64,
+ *
+ * checked before every change, so the bound holds at every moment.  Small
+ * and young sets keep c = 1 (exact keys).  Once compact, each new run gets
+ * the largest divisor that leaves room for the items the set is expected to
+ * hold (its recent high-water mark, or a projection of its rate over the
+ * window while it is younger than one window).  Divisors are c_ref * 2^j so
+ * a finer run can later be coarsened to merge with a coarser one.
+ *
+ * Forgetting.  Slice k covers [origin + k*L, origin + (k+1)*L) with
+ * L = ceil(window / slices) and is forgotten from origin + (k+1)*L + window:
+ * at least `window` after its last item, at most window + L after its
+ * first.  Queries skip dead segments; writes purge them from the runs.
+ *
+ * Failure atomicity.  Every write builds the next segment table, head and
+ * runs in fresh allocations (struct next_state) and only then swaps them in
+ * (commit_next), so a failed allocation leaves the set as it was.
+ */
+#include "internal.h"
+
+#include <math.h>
+
+/* ================================================================ policy */
+
+void seen_policy_default(seen_policy *p)
+{
+    p->window_ms = SEEN_DEFAULT_WINDOW_MS;
+    p->slices = SEEN_DEFAULT_SLICES;
+    p->error = SEEN_DEFAULT_ERROR;
+    p->capacity = 0;
+    p->ids = SEEN_IDS_STR;
+    p->exact_limit = SEEN_DEFAULT_EXACT_LIMIT;
+}
+
+seen_err seen_policy_check(const seen_policy *p)
+{
+    if (p == NULL)
+        return SEEN_ERR_ARG;
+    if (p->ids != SEEN_IDS_STR && p->ids != SEEN_IDS_INT)
+        return SEEN_ERR_IDS;
+    if (p->slices < 1 || p->slices > SEEN_MAX_SLICES)
+        return SEEN_ERR_SLICES;
+    if (p->window_ms != 0 && (p->window_ms < p->slices || p->window_ms > SEEN_MAX_WINDOW_MS))
+        return SEEN_ERR_WINDOW;
+    if (!(p->error == 0.0 || (p->error >= SEEN_MIN_ERROR && p->error < 0.5)))
+        return SEEN_ERR_ERROR_RATE;
+    if (p->capacity > SEEN_MAX_CAPACITY)
+        return SEEN_ERR_CAPACITY;
+    if (p->exact_limit > (UINT32_C(1) << 31))
+        return SEEN_ERR_ARG;
+    return SEEN_OK;
+}
+
+bool seen__set_derive(seen_set *s)
+{
+    if (seen_policy_check(&s->policy) != SEEN_OK)
+        return false;
+    const seen_policy *p = &s->policy;
+    s->slice_ms = p->window_ms ? (p->window_ms + p->slices - 1) / p->slices : 0;
+    s->budget = p->error > 0 ? (uint64_t)ldexp(p->error, 64) : 0;
+    return true;
+}
+
+uint64_t seen__int_key(const seen_set *s, uint64_t item)
+{
+    return s->policy.error > 0 ? seen__mix64(item) : item;
+}
+
+/* ================================================================ time */
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0)))
+        q--;
+    return q;
+}
+
+static int64_t slice_of(const seen_set *s, int64_t origin, int64_t t)
+{
+    return s->slice_ms ? floor_div(t - origin, (int64_t)s->slice_ms) : 0;
+}
+
+static int64_t slice_forget_at(const seen_set *s, int64_t origin, int64_t k)
+{
+    if (!s->slice_ms)
+        return INT64_MAX;
+    return origin + (k + 1) * (int64_t)s->slice_ms + (int64_t)s->policy.window_ms;
+}
+
+static bool seg_alive(const seen_set *s, const seen__segment *g, int64_t origin, int64_t q)
+{
+    return !g->dropped && slice_forget_at(s, origin, g->slice) > q;
+}
+
+static int seg_age_cmp(const seen__segment *a, const seen__segment *b)
+{
+    if (a->slice != b->slice)
+        return a->slice < b->slice ? -1 : 1;
+    if (a->seq != b->seq)
+        return a->seq < b->seq ? -1 : 1;
+    return 0;
+}
+
+static int32_t seg_find(const seen__segment *segs, uint32_t n, uint32_t id)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (segs[i].id == id)
+            return (int32_t)i;
+    return -1;
+}
+
+/* ================================================================ basics */
+
+static size_t head_limit(uint64_t stored)
+{
+    uint64_t lim = stored / SEEN_HEAD_PER_ITEMS;
+    if (lim < SEEN_HEAD_MIN)
+        lim = SEEN_HEAD_MIN;
+    if (lim > SEEN_HEAD_MAX)
+        lim = SEEN_HEAD_MAX;
+    return (size_t)lim;
+}
+
+static uint64_t seg_step(const seen_set *s)
+{
+    uint64_t cap = s->policy.capacity;
+    return cap ? (cap + s->policy.slices - 1) / s->policy.slices : 0;
+}
+
+seen_err seen_create(const seen_policy *policy, seen_set **out)
+{
+    if (out == NULL)
+        return SEEN_ERR_ARG;
+    seen_err err = seen_policy_check(policy);
+    if (err != SEEN_OK)
+        return err;
+    seen_set *s = seen__calloc(1, sizeof *s);
+    if (s == NULL)
+        return SEEN_ERR_NOMEM;
+    s->policy = *policy;
+    seen__set_derive(s);
+    *out = s;
+    return SEEN_OK;
+}
+
+void seen__set_destroy(seen_set *s)
+{
+    for (uint32_t i = 0; i < s->nruns; i++)
+        seen__run_release(&s->runs[i]);
+    seen__free(s->runs);
+    seen__free(s->segs);
+    seen__free(s->head_keys);
+    s->runs = NULL;
+    s->segs = NULL;
+    s->head_keys = NULL;
+    s->head_segs = NULL;
+    s->nruns = s->nsegs = s->head_n = s->head_cap = 0;
+}
+
+void seen_free(seen_set *s)
+{
+    if (s == NULL)
+        return;
+    seen__set_destroy(s);
+    seen__free(s);
+}
+
+const seen_policy *seen_get_policy(const seen_set *s) { return s ? &s->policy : NULL; }
+
+/* Allocates one block holding cap keys and cap segment ids. */
+static bool head_alloc(uint64_t **keys, uint32_t **segs, uint32_t cap)
+{
+    if (cap == 0) {
+        *keys = NULL;
+        *segs = NULL;
+        return true;
+    }
+    uint64_t *k = seen__malloc((size_t)cap * (sizeof(uint64_t) + sizeof(uint32_t)));
+    if (k == NULL)
+        return false;
+    *keys = k;
+    *segs = (uint32_t *)(void *)(k + cap);
+    return true;
+}
+
+seen_err seen_copy(const seen_set *s, seen_set **out)
+{
+    if (s == NULL || out == NULL)
+        return SEEN_ERR_ARG;
+    seen_set *c = seen__calloc(1, sizeof *c);
+    if (c == NULL)
+        return SEEN_ERR_NOMEM;
+    *c = *s;
+    c->segs = NULL;
+    c->runs = NULL;
+    c->head_keys = NULL;
+    c->head_segs = NULL;
+    c->nsegs = c->nruns = c->head_n = c->head_cap = 0;
+    if (s->nsegs) {
+        c->segs = seen__malloc(s->nsegs * sizeof *c->segs);
+        if (c->segs == NULL)
+            goto fail;
+        memcpy(c->segs, s->segs, s->nsegs * sizeof *c->segs);
+        c->nsegs = s->nsegs;
+    }
+    if (s->head_n) {
+        if (!head_alloc(&c->head_keys, &c->head_segs, s->head_n))
+            goto fail;
+        memcpy(c->head_keys, s->head_keys, s->head_n * sizeof(uint64_t));
+        memcpy(c->head_segs, s->head_segs, s->head_n * sizeof(uint32_t));
+        c->head_n = c->head_cap = s->head_n;
+    }
+    if (s->nruns) {
+        c->runs = seen__calloc(s->nruns, sizeof *c->runs);
+        if (c->runs == NULL)
+            goto fail;
+        for (uint32_t i = 0; i < s->nruns; i++) {
+            size_t sz = seen__run_mem_size(&s->runs[i]);
+            uint8_t *m = seen__malloc(sz);
+            if (m == NULL)
+                goto fail;
+            memcpy(m, s->runs[i].mem, sz);
+            c->runs[i] = s->runs[i];
+            c->runs[i].mem = m;
+            c->nruns = i + 1;
+        }
+    }
+    *out = c;
+    return SEEN_OK;
+fail:
+    seen_free(c);
+    return SEEN_ERR_NOMEM;
+}
+
+/* ================================================================ lookup */
+
+/* The rank (index in `segs`) of the segment that tag t of run r names, if
+ * that segment is alive at q; -1 otherwise.  Fills tr[0..r->nsegs). */
+static void run_tag_ranks(const seen_set *s, const seen__segment *segs, uint32_t nsegs,
+                          int64_t origin, const seen__run *r, int64_t q, int32_t *tr)
+{
+    const uint32_t *ids = seen__run_segs(r);
+    for (uint32_t t = 0; t < r->nsegs; t++) {
+        int32_t k = seg_find(segs, nsegs, ids[t]);
+        tr[t] = (k >= 0 && seg_alive(s, &segs[k], origin, q)) ? k : -1;
+    }
+}
+
+/*
+ * For candidates sorted by key, the rank of the newest segment alive at q
+ * holding each one, or -1 when none does.  Runs are walked with a cursor,
+ * so a batch costs one pass over the buckets it touches.
+ */
+static seen_err locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t q, int32_t *rank)
+{
+    for (size_t i = 0; i < n; i++)
+        rank[i] = -1;
+    if (n == 0)
+        return SEEN_OK;
+    int32_t tr_small[64];
+    if (n <= 4 && s->nruns <= SEEN_LOOKUP_MANY_MAX) {
+        /* A few candidates (single adds): probe every run at once. */
+        int32_t ranks[SEEN_LOOKUP_MANY_MAX][64];
+        const seen__run *runs[SEEN_LOOKUP_MANY_MAX];
+        bool small = true;
+        for (uint32_t ri = 0; ri < s->nruns; ri++) {
+            runs[ri] = &s->runs[ri];
+            small &= s->runs[ri].nsegs <= 64;
+        }
+        if (small) {
+            for (uint32_t ri = 0; ri < s->nruns; ri++)
+                run_tag_ranks(s, s->segs, s->nsegs, s->origin, runs[ri], q, ranks[ri]);
+            for (size_t i = 0; i < n; i++) {
+                uint64_t vals[SEEN_LOOKUP_MANY_MAX];
+                int tags[SEEN_LOOKUP_MANY_MAX];
+                for (uint32_t ri = 0; ri < s->nruns; ri++) {
+                    seen__divider d;
+                    seen__divider_init(&d, runs[ri]->c);
+                    vals[ri] = seen__div(&d, cand[i].key);
+                }
+                seen__run_lookup_many(runs, vals, s->nruns, tags);
+                for (uint32_t ri = 0; ri < s->nruns; ri++)
+                    if (tags[ri] >= 0 && ranks[ri][tags[ri]] > rank[i])
+                        rank[i] = ranks[ri][tags[ri]];
+            }
+            goto head;
+        }
+    }
+    for (uint32_t ri = 0; ri < s->nruns; ri++) {
+        const seen__run *r = &s->runs[ri];
+        int32_t *tr = r->nsegs <= 64 ? tr_small : seen__malloc(r->nsegs * sizeof *tr);
+        if (tr == NULL)
+            return SEEN_ERR_NOMEM;
+        run_tag_ranks(s, s->segs, s->nsegs, s->origin, r, q, tr);
+        bool any = false;
+        for (uint32_t t = 0; t < r->nsegs; t++)
+            any |= tr[t] >= 0;
+        if (any) {
+            seen__divider d;
+            seen__divider_init(&d, r->c);
+            seen__cursor cur;
+            seen__cursor_init(&cur, r);
+            for (size_t i = 0; i < n; i++) {
+                int t = seen__cursor_find(&cur, seen__div(&d, cand[i].key));
+                if (t >= 0 && tr[t] > rank[i])
+                    rank[i] = tr[t];
+            }
+        }
+        if (tr != tr_small)
+            seen__free(tr);
+    }
+head:
+    if (s->head_n == 0)
+        return SEEN_OK;
+    /* The head is small and unsorted: scan it per candidate for small
+     * batches, sort a copy and merge for large ones. */
+    if ((uint64_t)n * s->head_n <= 8192) {
+        for (uint32_t h = 0; h < s->head_n; h++) {
+            int32_t k = seg_find(s->segs, s->nsegs, s->head_segs[h]);
+            if (k < 0 || !seg_alive(s, &s->segs[k], s->origin, q))
+                continue;
+            uint64_t key = s->head_keys[h];
+            for (size_t i = 0; i < n; i++)
+                if (cand[i].key == key && k > rank[i])
+                    rank[i] = k;
+        }
+        return SEEN_OK;
+    }
+    seen__kv *hk = seen__malloc(s->head_n * sizeof *hk);
+    if (hk == NULL)
+        return SEEN_ERR_NOMEM;
+    size_t m = 0;
+    for (uint32_t h = 0; h < s->head_n; h++) {
+        int32_t k = seg_find(s->segs, s->nsegs, s->head_segs[h]);
+        if (k >= 0 && seg_alive(s, &s->segs[k], s->origin, q))
+            hk[m++] = (seen__kv){s->head_keys[h], (uint32_t)k};
+    }
+    seen_err err = seen__sort_kv(hk, m);
+    if (err == SEEN_OK) {
+        size_t a = 0, b = 0;
+        while (a < n && b < m) {
+            if (cand[a].key < hk[b].key) {
+                a++;
+            } else if (cand[a].key > hk[b].key) {
+                b++;
+            } else {
+                /* Several candidates (and head entries) may share a key. */
+                size_t b2 = b;
+                int32_t best = -1;
+                while (b2 < m && hk[b2].key == cand[a].key) {
+                    if ((int32_t)hk[b2].idx > best)
+                        best = (int32_t)hk[b2].idx;
+                    b2++;
+                }
+                uint64_t key = cand[a].key;
+                while (a < n && cand[a].key == key) {
+                    if (best > rank[a])
+                        rank[a] = best;
+                    a++;
+                }
+                b = b2;
+            }
+        }
+    }
+    seen__free(hk);
+    return err;
+}
+
+/* ================================================================ queries */
+
+struct seen_query {
+    size_t n;
+    seen_ids ids;
+    seen__kv *by_key;   /* hashed (STR) or raw (INT) keys, sorted */
+    seen__kv *by_mixed; /* INT only: mixed keys, sorted on first need */
+    uint64_t *raw;      /* INT only: the ids, to mix later */
+};
+
+void seen_query_free(seen_query *q)
+{
+    if (q == NULL)
+        return;
+    seen__free(q->by_key);
+    seen__free(q->by_mixed);
+    seen__free(q->raw);
+    seen__free(q);
+}
+
+size_t seen_query_count(const seen_query *q) { return q ? q->n : 0; }
+
+static seen_err check_strs(const seen_str *items, size_t n)
+{
+    if (n > SEEN_MAX_BATCH)
+        return SEEN_ERR_BATCH;
+    if (n && items == NULL)
+        return SEEN_ERR_ARG;
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].len == 0 || items[i].len > SEEN_MAX_ITEM_LEN)
+            return SEEN_ERR_ITEM_LEN;
+        if (items[i].ptr == NULL)
+            return SEEN_ERR_ARG;
+    }
+    return SEEN_OK;
+}
+
+seen_err seen_query_str(const seen_str *items, size_t n, seen_query **out)
+{
+    if (out == NULL)
+        return SEEN_ERR_ARG;
+    seen_err err = check_strs(items, n);
+    if (err != SEEN_OK)
+        return err;
+    seen_query *q = seen__calloc(1, sizeof *q);
+    if (q == NULL)
+        return SEEN_ERR_NOMEM;
+    q->n = n;
+    q->ids = SEEN_IDS_STR;
+    q->by_key = seen__malloc((n ? n : 1) * sizeof *q->by_key);
+    if (q->by_key == NULL) {
+        seen_query_free(q);
+        return SEEN_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        q->by_key[i] = (seen__kv){seen__hash_str(items[i].ptr, items[i].len), (uint32_t)i};
+    err = seen__sort_kv(q->by_key, n);
+    if (err != SEEN_OK) {
+        seen_query_free(q);
+        return err;
+    }
+    *out = q;
+    return SEEN_OK;
+}
+
+seen_err seen_query_int(const uint64_t *items, size_t n, seen_query **out)
+{
+    if (out == NULL || (n && items == NULL))
+        return SEEN_ERR_ARG;
+    if (n > SEEN_MAX_BATCH)
+        return SEEN_ERR_BATCH;
+    seen_query *q = seen__calloc(1, sizeof *q);
+    if (q == NULL)
+        return SEEN_ERR_NOMEM;
+    q->n = n;
+    q->ids = SEEN_IDS_INT;
+    q->by_key = seen__malloc((n ? n : 1) * sizeof *q->by_key);
+    q->raw = seen__malloc((n ? n : 1) * sizeof *q->raw);
+    if (q->by_key == NULL || q->raw == NULL) {
+        seen_query_free(q);
+        return SEEN_ERR_NOMEM;
+    }
+    if (n)
+        memcpy(q->raw, items, n * sizeof *items);
+    for (size_t i = 0; i < n; i++)
+        q->by_key[i] = (seen__kv){items[i], (uint32_t)i};
+    seen_err err = seen__sort_kv(q->by_key, n);
+    if (err != SEEN_OK) {
+        seen_query_free(q);
+        return err;
+    }
+    *out = q;
+    return SEEN_OK;
+}
+
+static seen_err check_time(int64_t t)
+{
+    return (t < 0 || t > SEEN_MAX_TIME_MS) ? SEEN_ERR_TIME : SEEN_OK;
+}
+
+seen_err seen_query_run(const seen_set *s, seen_query *q, int64_t now, uint8_t *seen)
+{
+    if (s == NULL || q == NULL || (q->n && seen == NULL))
+        return SEEN_ERR_ARG;
+    if (q->ids != s->policy.ids)
+        return SEEN_ERR_IDS;
+    seen_err err = check_time(now);
+    if (err != SEEN_OK)
+        return err;
+    const seen__kv *cand = q->by_key;
+    if (q->ids == SEEN_IDS_INT && s->policy.error > 0) {
+        if (q->by_mixed == NULL) {
+            seen__kv *m = seen__malloc((q->n ? q->n : 1) * sizeof *m);
+            if (m == NULL)
+                return SEEN_ERR_NOMEM;
+            for (size_t i = 0; i < q->n; i++)
+                m[i] = (seen__kv){seen__mix64(q->raw[i]), (uint32_t)i};
+            err = seen__sort_kv(m, q->n);
+            if (err != SEEN_OK) {
+                seen__free(m);
+                return err;
+            }
+            q->by_mixed = m;
+        }
+        cand = q->by_mixed;
+    }
+    if (q->n == 0)
+        return SEEN_OK;
+    int32_t *rank = seen__malloc(q->n * sizeof *rank);
+    if (rank == NULL)
+        return SEEN_ERR_NOMEM;
+    err = locate(s, cand, q->n, now, rank);
+    if (err == SEEN_OK)
+        for (size_t i = 0; i < q->n; i++)
+            if (rank[i] >= 0)
+                seen[cand[i].idx] = 1;
+    seen__free(rank);
+    return err;
+}
+
+seen_err seen_filter_str(const seen_set *s, const seen_str *items, size_t n, int64_t now,
+                         uint8_t *seen)
+{
+    if (s == NULL)
+        return SEEN_ERR_ARG;
+    if (s->policy.ids != SEEN_IDS_STR)
+        return SEEN_ERR_IDS;
+    seen_query *q;
+    seen_err err = seen_query_str(items, n, &q);
+    if (err != SEEN_OK)
+        return err;
+    err = seen_query_run(s, q, now, seen);
+    seen_query_free(q);
+    return err;
+}
+
+seen_err seen_filter_int(const seen_set *s, const uint64_t *items, size_t n, int64_t now,
+                         uint8_t *seen)
+{
+    if (s == NULL)
+        return SEEN_ERR_ARG;
+    if (s->policy.ids != SEEN_IDS_INT)
+        return SEEN_ERR_IDS;
+    seen_query *q;
+    seen_err err = seen_query_int(items, n, &q);
+    if (err != SEEN_OK)
+        return err;
+    err = seen_query_run(s, q, now, seen);
+    seen_query_free(q);
+    return err;
+}
+
+/* ================================================================ writes */
+
+/*
+ * The state a write builds before it commits: a new segment table, the
+ * head (old entries plus new ones), and — when runs are rewritten — a new
+ * run array.  Old blocks are freed only by commit_next().
+ */
+typedef struct next_state {
+    seen__segment *segs;
+    uint32_t nsegs, segs_cap;
+    uint64_t *hkeys;
+    uint32_t *hsegs;
+    uint32_t hn, hcap;
+    bool head_fresh;    /* hkeys is a new block, not the set's */
+    seen__run *runs;    /* NULL: runs unchanged */
+    uint32_t nruns;
+    int64_t clock, origin;
+    uint64_t c_ref, hwm;
+    int64_t hwm_clock;
+    uint32_t next_seg_id;
+    uint8_t has_origin;
+} next_state;
+
+static void next_discard(const seen_set *s, next_state *ns)
+{
+    seen__free(ns->segs);
+    if (ns->head_fresh)
+        seen__free(ns->hkeys);
+    if (ns->runs) {
+        /* Release only the runs this write created. */
+        for (uint32_t i = 0; i < ns->nruns; i++) {
+            bool old = false;
+            for (uint32_t j = 0; j < s->nruns; j++)
+                old |= ns->runs[i].mem == s->runs[j].mem;
+            if (!old)
+                seen__run_release(&ns->runs[i]);
+        }
+        seen__free(ns->runs);
+    }
+    memset(ns, 0, sizeof *ns);
+}
+
+static seen_err next_begin(const seen_set *s, next_state *ns, int64_t now, size_t extra_segs)
+{
+    memset(ns, 0, sizeof *ns);
+    ns->clock = now > s->clock ? now : s->clock;
+    ns->origin = s->origin;
+    ns->has_origin = s->has_origin;
+    ns->c_ref = s->c_ref;
+    ns->hwm = s->hwm;
+    ns->hwm_clock = s->hwm_clock;
+    ns->next_seg_id = s->next_seg_id;
+    ns->segs_cap = s->nsegs + (uint32_t)(extra_segs < 16 ? extra_segs : 16) + 1;
+    ns->segs = seen__malloc(ns->segs_cap * sizeof *ns->segs);
+    if (ns->segs == NULL)
+        return SEEN_ERR_NOMEM;
+    if (s->nsegs)
+        memcpy(ns->segs, s->segs, s->nsegs * sizeof *s->segs);
+    ns->nsegs = s->nsegs;
+    ns->hkeys = s->head_keys;
+    ns->hsegs = s->head_segs;
+    ns->hn = s->head_n;
+    ns->hcap = s->head_cap;
+    return SEEN_OK;
+}
+
+static bool next_head_push(next_state *ns, uint64_t key, uint32_t seg)
+{
+    if (ns->hn == ns->hcap) {
+        uint32_t cap = ns->hcap ? ns->hcap + ns->hcap / 2 : SEEN_HEAD_MIN;
+        uint64_t *k;
+        uint32_t *g;
+        if (!head_alloc(&k, &g, cap))
+            return false;
+        if (ns->hn) {
+            memcpy(k, ns->hkeys, ns->hn * sizeof *k);
+            memcpy(g, ns->hsegs, ns->hn * sizeof *g);
+        }
+        if (ns->head_fresh)
+            seen__free(ns->hkeys);
+        ns->hkeys = k;
+        ns->hsegs = g;
+        ns->hcap = cap;
+        ns->head_fresh = true;
+    }
+    ns->hkeys[ns->hn] = key;
+    ns->hsegs[ns->hn] = seg;
+    ns->hn++;
+    return true;
+}
+
+/* Drops head entries of dead segments (in a fresh block if need be). */
+static bool next_head_prune(const seen_set *s, next_state *ns)
+{
+    uint32_t keep = 0;
+    for (uint32_t h = 0; h < ns->hn; h++) {
+        int32_t k = seg_find(ns->segs, ns->nsegs, ns->hsegs[h]);
+        keep += k >= 0 && seg_alive(s, &ns->segs[k], ns->origin, ns->clock);
+    }
+    if (keep == ns->hn)
+        return true;
+    uint64_t *nk;
+    uint32_t *ng;
+    if (!head_alloc(&nk, &ng, ns->hcap))
+        return false;
+    uint32_t w = 0;
+    for (uint32_t h = 0; h < ns->hn; h++) {
+        int32_t k = seg_find(ns->segs, ns->nsegs, ns->hsegs[h]);
+        if (k >= 0 && seg_alive(s, &ns->segs[k], ns->origin, ns->clock)) {
+            nk[w] = ns->hkeys[h];
+            ng[w] = ns->hsegs[h];
+            w++;
+        } else if (k >= 0) {
+            ns->segs[k].phys--;
+        }
+    }
+    if (ns->head_fresh)
+        seen__free(ns->hkeys);
+    ns->hkeys = nk;
+    ns->hsegs = ng;
+    ns->hn = w;
+    ns->head_fresh = true;
+    return true;
+}
+
+static bool next_segs_reserve(next_state *ns)
+{
+    if (ns->nsegs < ns->segs_cap)
+        return true;
+    uint32_t cap = ns->segs_cap * 2 + 4;
+    seen__segment *g = seen__realloc(ns->segs, cap * sizeof *g);
+    if (g == NULL)
+        return false;
+    ns->segs = g;
+    ns->segs_cap = cap;
+    return true;
+}
+
+/* A dead segment's items no longer count; its stored entries do, until a
+ * rewrite purges them. */
+static void next_expire(const seen_set *s, next_state *ns)
+{
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        if (!seg_alive(s, &ns->segs[i], ns->origin, ns->clock))
+            ns->segs[i].shadow = 0;
+}
+
+static uint64_t next_live_items(const seen_set *s, const next_state *ns)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock))
+            total += seen__seg_items(&ns->segs[i]);
+    return total;
+}
+
+/* The segment new items of `slice` go to: the newest one of that slice, or
+ * a new one when there is none or (with a capacity) it is full.  Returns its
+ * index in ns->segs, or -1 when out of memory. */
+static int32_t open_segment(const seen_set *s, next_state *ns, int64_t slice)
+{
+    int32_t newest = -1;
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        if (ns->segs[i].slice == slice && (newest < 0 || ns->segs[i].seq > ns->segs[newest].seq))
+            newest = (int32_t)i;
+    uint64_t step = seg_step(s);
+    if (newest >= 0 && !ns->segs[newest].dropped &&
+        (step == 0 || seen__seg_items(&ns->segs[newest]) < step))
+        return newest;
+    if (!next_segs_reserve(ns))
+        return -1;
+    seen__segment g = {.slice = slice, .phys = 0, .shadow = 0, .id = ns->next_seg_id++,
+                       .seq = newest >= 0 ? ns->segs[newest].seq + 1 : 0, .dropped = 0};
+    uint32_t at = ns->nsegs;
+    while (at > 0 && seg_age_cmp(&ns->segs[at - 1], &g) > 0)
+        at--;
+    memmove(&ns->segs[at + 1], &ns->segs[at], (ns->nsegs - at) * sizeof g);
+    ns->segs[at] = g;
+    ns->nsegs++;
+    return (int32_t)at;
+}
+
+/* The capacity rule: forget the oldest segment while the newer ones alone
+ * hold at least `capacity` items. */
+static void apply_capacity(const seen_set *s, next_state *ns)
+{
+    uint64_t cap = s->policy.capacity;
+    if (cap == 0)
+        return;
+    uint64_t total = next_live_items(s, ns);
+    for (uint32_t i = 0; i < ns->nsegs; i++) {
+        seen__segment *g = &ns->segs[i];
+        if (!seg_alive(s, g, ns->origin, ns->clock))
+            continue;
+        uint64_t items = seen__seg_items(g);
+        if (total - items < cap)
+            break;
+        total -= items;
+        g->shadow = 0;
+        g->dropped = 1;
+    }
+}
+
+/* --------------------------------------------------------------- merging */
+
+/* Sum of n * c over runs (optionally skipping some) plus head items: the
+ * false-positive mass, in units of 2^-64. */
+static unsigned __int128 runs_usage(const seen__run *runs, uint32_t nruns, const bool *skip)
+{
+    unsigned __int128 u = 0;
+    for (uint32_t i = 0; i < nruns; i++)
+        if (skip == NULL || !skip[i])
+            u += (unsigned __int128)runs[i].n * runs[i].c;
+    return u;
+}
+
+static unsigned __int128 budget_of(const seen_set *s)
+{
+    return s->budget ? (unsigned __int128)s->budget : ~(unsigned __int128)0;
+}
+
+typedef struct stream {
+    uint64_t *v;
+    int32_t *rank;
+    size_t n, pos;
+} stream;
+
+static void stream_free(stream *st)
+{
+    seen__free(st->v);
+    seen__free(st->rank);
+    st->v = NULL;
+    st->rank = NULL;
+}
+
+/* Decode run r, keep values of live segments not in rm (keys, sorted),
+ * and express them under divisor c_out (a multiple of r->c).  in_count[k]
+ * gets the number of entries of table segment k the run held. */
+static seen_err stream_from_run(const seen_set *s, const next_state *ns, const seen__run *r,
+                                uint64_t c_out, const uint64_t *rm, size_t nrm, stream *st,
+                                uint64_t *in_count)
+{
+    memset(st, 0, sizeof *st);
+    uint64_t *v = seen__malloc(r->n * sizeof *v);
+    /* Tags are decoded into the rank array (int32 holds any uint16). */
+    int32_t *rank = seen__malloc(r->n * sizeof *rank);
+    uint16_t *t = seen__malloc(r->n * sizeof *t);
+    int32_t *tr = seen__malloc(r->nsegs * sizeof *tr);
+    if (v == NULL || rank == NULL || t == NULL || tr == NULL) {
+        seen__free(v);
+        seen__free(rank);
+        seen__free(t);
+        seen__free(tr);
+        return SEEN_ERR_NOMEM;
+    }
+    seen__run_decode(r, v, t);
+    {
+        /* Entries per tag, charged to their table segments. */
+        const uint32_t *ids = seen__run_segs(r);
+        for (uint32_t k = 0; k < r->nsegs; k++)
+            tr[k] = 0;
+        for (size_t i = 0; i < r->n; i++)
+            tr[t[i]]++;
+        for (uint32_t k = 0; k < r->nsegs; k++) {
+            int32_t at = seg_find(ns->segs, ns->nsegs, ids[k]);
+            if (at >= 0)
+                in_count[at] += (uint64_t)tr[k];
+        }
+    }
+    run_tag_ranks(s, ns->segs, ns->nsegs, ns->origin, r, ns->clock, tr);
+    seen__divider d, f;
+    seen__divider_init(&d, r->c);
+    seen__divider_init(&f, c_out / r->c);
+    size_t w = 0, ri = 0;
+    bool all_live = true;
+    for (uint32_t k = 0; k < r->nsegs; k++)
+        all_live &= tr[k] >= 0;
+    if (all_live && nrm == 0 && f.kind == 0) {
+        for (size_t i = 0; i < r->n; i++)
+            rank[i] = tr[t[i]];
+        w = r->n;
+    } else {
+        for (size_t i = 0; i < r->n; i++) {
+            int32_t rk = tr[t[i]];
+            if (rk < 0)
+                continue;
+            while (ri < nrm && seen__div(&d, rm[ri]) < v[i])
+                ri++;
+            if (ri < nrm && seen__div(&d, rm[ri]) == v[i])
+                continue;
+            v[w] = seen__div(&f, v[i]);
+            rank[w] = rk;
+            w++;
+        }
+    }
+    seen__free(t);
+    seen__free(tr);
+    st->v = v;
+    st->rank = rank;
+    st->n = w;
+    return SEEN_OK;
+}
+
+static bool in_sorted(const uint64_t *a, size_t n, uint64_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && a[lo] == x;
+}
+
+/* Which head items a merge takes: relative to the slice of the clock. */
+typedef enum head_part { HEAD_NONE, HEAD_ALL, HEAD_OLD, HEAD_CURRENT } head_part;
+
+static bool head_part_has(const seen_set *s, const next_state *ns, head_part part, int64_t slice)
+{
+    if (part == HEAD_ALL)
+        return true;
+    if (part == HEAD_NONE)
+        return false;
+    int64_t cur = slice_of(s, ns->origin, ns->clock);
+    return part == HEAD_OLD ? slice < cur : slice >= cur;
+}
+
+static seen_err stream_from_head(const seen_set *s, const next_state *ns, head_part part,
+                                 uint64_t c_out, const uint64_t *rm, size_t nrm, stream *st,
+                                 uint64_t *in_count)
+{
+    memset(st, 0, sizeof *st);
+    seen__kv *kv = seen__malloc((ns->hn ? ns->hn : 1) * sizeof *kv);
+    if (kv == NULL)
+        return SEEN_ERR_NOMEM;
+    seen__divider d;
+    seen__divider_init(&d, c_out);
+    size_t m = 0;
+    for (uint32_t h = 0; h < ns->hn; h++) {
+        int32_t k = seg_find(ns->segs, ns->nsegs, ns->hsegs[h]);
+        if (k < 0 || !head_part_has(s, ns, part, ns->segs[k].slice))
+            continue;
+        in_count[k]++; /* this merge consumes the entry */
+        if (!seg_alive(s, &ns->segs[k], ns->origin, ns->clock))
+            continue;
+        if (nrm && in_sorted(rm, nrm, ns->hkeys[h]))
+            continue;
+        kv[m++] = (seen__kv){seen__div(&d, ns->hkeys[h]), (uint32_t)k};
+    }
+    seen_err err = seen__sort_kv(kv, m);
+    if (err == SEEN_OK) {
+        st->v = seen__malloc((m ? m : 1) * sizeof *st->v);
+        st->rank = seen__malloc((m ? m : 1) * sizeof *st->rank);
+        if (st->v == NULL || st->rank == NULL) {
+            stream_free(st);
+            err = SEEN_ERR_NOMEM;
+        } else {
+            for (size_t i = 0; i < m; i++) {
+                st->v[i] = kv[i].key;
+                st->rank[i] = (int32_t)kv[i].idx;
+            }
+            st->n = m;
+        }
+    }
+    seen__free(kv);
+    return err;
+}
+
+/*
+ * Build one run holding the live items of `inputs` (runs whose divisors
+ * divide c_out) and of the chosen part of the head, minus keys in rm.
+ * Equal values keep their newest segment; the copy dropped was an older
+ * addition of the same item (a shadow) or, rarely, a fingerprint collision.
+ * *empty is set when nothing is left.  Segment entry counts (phys, shadow)
+ * in ns follow what was consumed and produced.
+ */
+static seen_err merge_build(const seen_set *s, next_state *ns, const seen__run *const *inputs,
+                            size_t ninputs, head_part with_head, uint64_t c_out,
+                            const uint64_t *rm, size_t nrm, seen__run *out, bool *empty)
+{
+    stream st[8];
+    size_t nst = 0;
+    seen_err err = SEEN_OK;
+    uint64_t *ov = NULL;
+    uint16_t *ot = NULL;
+    int32_t *orank = NULL;
+    size_t total = 0;
+    *empty = false;
+    if (ninputs > 7)
+        return SEEN_ERR_ARG;
+    /* Per table segment: entries consumed, produced, and dropped as the
+     * older of two equal values. */
+    uint64_t *acct = seen__calloc((size_t)ns->nsegs * 3 + 1, sizeof *acct);
+    if (acct == NULL)
+        return SEEN_ERR_NOMEM;
+    uint64_t *in_count = acct, *out_count = acct + ns->nsegs, *collapsed = acct + 2 * ns->nsegs;
+    for (size_t i = 0; i < ninputs && err == SEEN_OK; i++) {
+        err = stream_from_run(s, ns, inputs[i], c_out, rm, nrm, &st[nst], in_count);
+        if (err == SEEN_OK)
+            total += st[nst++].n;
+    }
+    if (err == SEEN_OK && with_head != HEAD_NONE) {
+        err = stream_from_head(s, ns, with_head, c_out, rm, nrm, &st[nst], in_count);
+        if (err == SEEN_OK)
+            total += st[nst++].n;
+    }
+    if (err != SEEN_OK)
+        goto done;
+    if (total == 0) {
+        *empty = true;
+        goto account;
+    }
+    ov = seen__malloc(total * sizeof *ov);
+    ot = seen__malloc(total * sizeof *ot);
+    orank = seen__malloc(total * sizeof *orank);
+    if (ov == NULL || ot == NULL || orank == NULL) {
+        err = SEEN_ERR_NOMEM;
+        goto done;
+    }
+    /* k-way merge; equal values collapse into the newest segment.  Two
+     * inputs (a run and the head) is the common case: merge them directly. */
+    size_t n = 0;
+    if (nst == 2) {
+        stream *x = &st[0], *y = &st[1];
+        size_t i = 0, j = 0;
+        while (i < x->n || j < y->n) {
+            uint64_t v;
+            int32_t rk;
+            if (j >= y->n || (i < x->n && x->v[i] < y->v[j])) {
+                v = x->v[i];
+                rk = x->rank[i++];
+            } else if (i >= x->n || y->v[j] < x->v[i]) {
+                v = y->v[j];
+                rk = y->rank[j++];
+            } else {
+                v = x->v[i];
+                rk = x->rank[i] > y->rank[j] ? x->rank[i] : y->rank[j];
+                collapsed[x->rank[i] > y->rank[j] ? y->rank[j] : x->rank[i]]++;
+                i++;
+                j++;
+            }
+            if (n > 0 && ov[n - 1] == v) {
+                collapsed[rk > orank[n - 1] ? orank[n - 1] : rk]++;
+                if (rk > orank[n - 1])
+                    orank[n - 1] = rk;
+            } else {
+                ov[n] = v;
+                orank[n] = rk;
+                n++;
+            }
+        }
+        for (size_t k = 0; k < 2; k++)
+            st[k].pos = st[k].n; /* the general loop below has nothing left */
+    }
+    for (;;) {
+        int best = -1;
+        for (size_t i = 0; i < nst; i++)
+            if (st[i].pos < st[i].n && (best < 0 || st[i].v[st[i].pos] < st[best].v[st[best].pos]))
+                best = (int)i;
+        if (best < 0)
+            break;
+        uint64_t v = st[best].v[st[best].pos];
+        int32_t rk = st[best].rank[st[best].pos];
+        st[best].pos++;
+        if (n > 0 && ov[n - 1] == v) {
+            collapsed[rk > orank[n - 1] ? orank[n - 1] : rk]++;
+            if (rk > orank[n - 1])
+                orank[n - 1] = rk;
+        } else {
+            ov[n] = v;
+            orank[n] = rk;
+            n++;
+        }
+    }
+    /* Tags: the ranks used, renumbered in age order. */
+    {
+        uint32_t used_cnt = 0;
+        uint32_t seg_ids[SEEN_MAX_SEGMENTS];
+        int32_t *tag_of = seen__malloc(ns->nsegs * sizeof *tag_of);
+        if (tag_of == NULL) {
+            err = SEEN_ERR_NOMEM;
+            goto done;
+        }
+        for (uint32_t i = 0; i < ns->nsegs; i++)
+            tag_of[i] = -1;
+        for (size_t i = 0; i < n; i++)
+            tag_of[orank[i]] = 0;
+        for (uint32_t i = 0; i < ns->nsegs; i++)
+            if (tag_of[i] == 0) {
+                tag_of[i] = (int32_t)used_cnt;
+                seg_ids[used_cnt++] = ns->segs[i].id;
+            }
+        for (size_t i = 0; i < n; i++) {
+            ot[i] = (uint16_t)tag_of[orank[i]];
+            out_count[orank[i]]++;
+        }
+        seen__free(tag_of);
+        err = seen__run_encode(out, c_out, ov, ot, n, seg_ids, used_cnt);
+    }
+account:
+    if (err == SEEN_OK) {
+        for (uint32_t k = 0; k < ns->nsegs; k++) {
+            seen__segment *g = &ns->segs[k];
+            g->phys = g->phys + out_count[k] - in_count[k];
+            g->shadow -= collapsed[k] < g->shadow ? collapsed[k] : g->shadow;
+            if (g->shadow > g->phys)
+                g->shadow = g->phys;
+        }
+    }
+done:
+    for (size_t i = 0; i < nst; i++)
+        stream_free(&st[i]);
+    seen__free(ov);
+    seen__free(ot);
+    seen__free(orank);
+    seen__free(acct);
+    return err;
+}
+
+/* ------------------------------------------------------------- planning */
+
+/* Largest c_ref * 2^j (j may be negative while c_ref stays whole) <= x,
+ * or 0 if there is none. */
+static uint64_t lattice_floor(uint64_t c_ref, uint64_t x)
+{
+    if (x == 0 || c_ref == 0)
+        return 0;
+    if (c_ref <= x) {
+        unsigned j = seen__bitlen(x / c_ref) - 1;
+        return c_ref << j;
+    }
+    unsigned tz = (unsigned)__builtin_ctzll(c_ref);
+    for (unsigned j = 1; j <= tz; j++)
+        if ((c_ref >> j) <= x)
+            return c_ref >> j;
+    return 0;
+}
+
+/* Keep 24 significant bits, so the divisor can later be halved exactly. */
+static uint64_t mantissa_round(uint64_t x)
+{
+    unsigned bl = seen__bitlen(x);
+    return bl > 24 ? x & ~((UINT64_C(1) << (bl - 24)) - 1) : x;
+}
+
+static bool next_exact_phase(const seen_set *s, const next_state *ns, uint64_t live)
+{
+    if (s->budget == 0)
+        return true;
+    if (ns->c_ref != 0)
+        return false;
+    if (live <= s->policy.exact_limit)
+        return true;
+    int64_t span = ns->clock - ns->origin;
+    return s->slice_ms && span < (int64_t)s->slice_ms && live <= SEEN_YOUNG_EXACT_MAX;
+}
+
+/* How many items the set should be planned for. */
+static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t live)
+{
+    uint64_t t = live > ns->hwm ? live : ns->hwm;
+    if (s->slice_ms) {
+        int64_t span = ns->clock - ns->origin;
+        int64_t w = (int64_t)s->policy.window_ms;
+        if (span < w) {
+            /* Younger than a window: project the observed rate. */
+            int64_t base = span > (int64_t)s->slice_ms ? span : (int64_t)s->slice_ms;
+            double proj = (double)live * (double)w / (double)base;
+            if (proj > (double)t)
+                t = proj > 1e18 ? (uint64_t)1e18 : (uint64_t)proj;
+        }
+    } else if (s->policy.capacity == 0) {
+        /* No window, no cap: it can only grow; plan one doubling ahead. */
+        if (live * 2 > t)
+            t = live * 2;
+    }
+    if (s->policy.capacity) {
+        uint64_t cap = s->policy.capacity + seg_step(s);
+        if (t > cap)
+            t = cap > live ? cap : live;
+    }
+    return t ? t : 1;
+}
+
+static uint64_t plan_divisor(const seen_set *s, uint64_t target)
+{
+    double c = ldexp(s->policy.error, 64) * (1.0 - SEEN_BUDGET_RESERVE) / (double)target;
+    if (c < 1.0)
+        return 1;
+    if (c > 9.2e18)
+        return UINT64_C(1) << 63;
+    return (uint64_t)c;
+}
+
+/* Does any live... does run r name a segment that is dead in ns? */
+static bool run_has_dead(const seen_set *s, const next_state *ns, const seen__run *r)
+{
+    const uint32_t *ids = seen__run_segs(r);
+    for (uint32_t t = 0; t < r->nsegs; t++) {
+        int32_t k = seg_find(ns->segs, ns->nsegs, ids[t]);
+        if (k < 0 || !seg_alive(s, &ns->segs[k], ns->origin, ns->clock))
+            return true;
+    }
+    return false;
+}
+
+/* Has run r's time passed: does it hold only slices older than the
+ * current one?  Folding such a recent run into main at that moment keeps
+ * the recent run aligned with the newest slice, so the split between the
+ * two runs costs no more than the slice tags it replaces. */
+static bool run_is_sealed(const seen_set *s, const next_state *ns, const seen__run *r)
+{
+    if (!s->slice_ms)
+        return false;
+    int64_t cur = slice_of(s, ns->origin, ns->clock);
+    const uint32_t *ids = seen__run_segs(r);
+    for (uint32_t t = 0; t < r->nsegs; t++) {
+        int32_t k = seg_find(ns->segs, ns->nsegs, ids[t]);
+        if (k >= 0 && ns->segs[k].slice >= cur)
+            return false;
+    }
+    return true;
+}
+
+static bool divides(uint64_t a, uint64_t b) { return a != 0 && b % a == 0; }
+
+/* A working copy of the run list that flush edits. */
+typedef struct runlist {
+    seen__run r[72];
+    bool created[72]; /* built by this write (owned until commit) */
+    uint32_t n;
+} runlist;
+
+static void runlist_release_created(runlist *rl)
+{
+    for (uint32_t i = 0; i < rl->n; i++)
+        if (rl->created[i])
+            seen__run_release(&rl->r[i]);
+}
+
+/* Replace runs [a, b) of rl with `nr` (absent when empty). */
+static void runlist_replace(runlist *rl, uint32_t a, uint32_t b, const seen__run *nr, bool empty)
+{
+    for (uint32_t i = a; i < b; i++)
+        if (rl->created[i])
+            seen__run_release(&rl->r[i]);
+    uint32_t add = empty ? 0 : 1;
+    memmove(&rl->r[a + add], &rl->r[b], (rl->n - b) * sizeof rl->r[0]);
+    memmove(&rl->created[a + add], &rl->created[b], (rl->n - b) * sizeof rl->created[0]);
+    rl->n = rl->n - (b - a) + add;
+    if (!empty) {
+        rl->r[a] = *nr;
+        rl->created[a] = true;
+    }
+}
+
+/* Fold the last run into the one before it, if their divisors are
+ * compatible and the budget allows the coarser one for both.  *done tells
+ * whether it happened. */
+static seen_err fold_last(const seen_set *s, next_state *ns, runlist *rl, head_part head,
+                          bool *done)
+{
+    *done = false;
+    uint32_t a = rl->n - 2, b = rl->n - 1;
+    seen__run *p = &rl->r[a], *d = &rl->r[b];
+    uint64_t c = p->c > d->c ? p->c : d->c;
+    if (!divides(p->c, c) || !divides(d->c, c))
+        return SEEN_OK;
+    bool skip[72] = {false};
+    skip[a] = skip[b] = true;
+    unsigned __int128 u = runs_usage(rl->r, rl->n, skip);
+    if (u + (unsigned __int128)(p->n + d->n + (head != HEAD_NONE ? ns->hn : 0)) * c > budget_of(s))
+        return SEEN_OK;
+    const seen__run *in[2] = {p, d};
+    seen__run nr;
+    bool empty;
+    seen_err err = merge_build(s, ns, in, 2, head, c, NULL, 0, &nr, &empty);
+    if (err != SEEN_OK)
+        return err;
+    runlist_replace(rl, a, b + 1, &nr, empty);
+    *done = true;
+    return SEEN_OK;
+}
+
+/* How many items are expected to arrive before the budget frees up: until
+ * the oldest live slice is forgotten, at the rate the live items arrived.
+ * Without a window nothing is forgotten; expect the set to double. */
+static uint64_t expected_arrivals(const seen_set *s, const next_state *ns, uint64_t live)
+{
+    if (!s->slice_ms)
+        return live;
+    int64_t oldest = INT64_MAX;
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) && seen__seg_items(&ns->segs[i]) > 0 &&
+            ns->segs[i].slice < oldest)
+            oldest = ns->segs[i].slice;
+    if (oldest == INT64_MAX)
+        return live;
+    int64_t start = ns->origin + oldest * (int64_t)s->slice_ms;
+    int64_t seen_for = ns->clock - start;
+    int64_t until_free = slice_forget_at(s, ns->origin, oldest) - ns->clock;
+    if (seen_for < 1)
+        seen_for = 1;
+    if (until_free < 0)
+        until_free = 0;
+    double e = (double)live * (double)until_free / (double)seen_for;
+    return e > 1e18 ? (uint64_t)1e18 : (uint64_t)e;
+}
+
+/*
+ * Merge the head into the runs and tidy them, in this order: purge items of
+ * dead segments (so budget checks see what is really held); leave the exact
+ * phase if it is over; fold a recent run whose slice has ended into main;
+ * merge the head into the recent run or start a new one; fold a recent run
+ * that has grown as large as main.  Builds the new run array in ns and
+ * changes nothing in s.
+ */
+static seen_err flush(const seen_set *s, next_state *ns)
+{
+    runlist *rl = seen__calloc(1, sizeof *rl);
+    if (rl == NULL)
+        return SEEN_ERR_NOMEM;
+    if (s->nruns)
+        memcpy(rl->r, s->runs, s->nruns * sizeof *s->runs);
+    rl->n = s->nruns;
+    seen_err err = SEEN_OK;
+    unsigned __int128 budget = budget_of(s);
+    uint64_t live = next_live_items(s, ns);
+    bool exact = next_exact_phase(s, ns, live);
+    uint64_t target = plan_target(s, ns, live);
+    uint64_t c_plan = exact ? 1 : plan_divisor(s, target);
+    seen__run nr;
+    bool empty;
+
+    for (uint32_t i = 0; i < rl->n; i++) {
+        if (!run_has_dead(s, ns, &rl->r[i]))
+            continue;
+        const seen__run *in[1] = {&rl->r[i]};
+        err = merge_build(s, ns, in, 1, HEAD_NONE, rl->r[i].c, NULL, 0, &nr, &empty);
+        if (err != SEEN_OK)
+            goto fail;
+        runlist_replace(rl, i, i + 1, &nr, empty);
+        if (empty)
+            i--;
+    }
+
+    if (!exact && ns->c_ref == 0) {
+        /* Leaving the exact phase: every run holds exact keys (c = 1), so
+         * all of them can be re-encoded under the planned divisor. */
+        uint64_t c = mantissa_round(c_plan);
+        const seen__run *in[8];
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < rl->n && k < 7; i++)
+            in[k++] = &rl->r[i];
+        err = merge_build(s, ns, in, k, HEAD_ALL, c, NULL, 0, &nr, &empty);
+        if (err != SEEN_OK)
+            goto fail;
+        runlist_replace(rl, 0, k, &nr, empty);
+        ns->c_ref = c;
+        ns->hn = 0;
+    } else {
+        /* The recent run's slice has ended: fold it, with the head's items
+         * of ended slices, into main, so the next recent run starts with
+         * the current slice alone. */
+        head_part rest = HEAD_ALL;
+        if (rl->n >= 2 && run_is_sealed(s, ns, &rl->r[rl->n - 1])) {
+            bool done;
+            if ((err = fold_last(s, ns, rl, ns->hn ? HEAD_OLD : HEAD_NONE, &done)) != SEEN_OK)
+                goto fail;
+            if (done)
+                rest = HEAD_CURRENT;
+        }
+        bool merged = ns->hn == 0;
+        if (!merged && rl->n >= 2) {
+            /* Into the recent run, if the budget allows and its divisor
+             * still suits the plan (too coarse a run, from before the set
+             * outgrew its plan, takes no more items). */
+            uint32_t last = rl->n - 1;
+            seen__run *d = &rl->r[last];
+            bool skip[72] = {false};
+            skip[last] = true;
+            unsigned __int128 u = runs_usage(rl->r, rl->n, skip);
+            bool fits = u + (unsigned __int128)(d->n + ns->hn) * d->c <= budget;
+            bool suits = exact || d->c / 2 <= c_plan;
+            if (fits && suits) {
+                const seen__run *in[1] = {d};
+                err = merge_build(s, ns, in, 1, rest, d->c, NULL, 0, &nr, &empty);
+                if (err != SEEN_OK)
+                    goto fail;
+                runlist_replace(rl, last, last + 1, &nr, empty);
+                merged = true;
+            }
+        }
+        if (!merged) {
+            /* A new run: the planned divisor, or a finer one if the budget
+             * left must last until the oldest slice frees its share. */
+            uint64_t c = 1;
+            if (!exact) {
+                unsigned __int128 u = runs_usage(rl->r, rl->n, NULL);
+                unsigned __int128 room = budget > u ? budget - u : 0;
+                /* Within its plan the set expects to grow to the plan's
+                 * size; past it, the arrivals until budget frees up. */
+                uint64_t expect = target > live ? target - live : expected_arrivals(s, ns, live);
+                if (expect < ns->hn)
+                    expect = ns->hn;
+                unsigned __int128 avail = room / (expect ? expect : 1);
+                uint64_t want = avail < c_plan ? (uint64_t)avail : c_plan;
+                c = lattice_floor(ns->c_ref, want);
+                if (c == 0)
+                    c = want ? want : 1;
+            }
+            if (rl->n >= 70) {
+                err = SEEN_ERR_NOMEM; /* unreachable: divisors halve per run */
+                goto fail;
+            }
+            err = merge_build(s, ns, NULL, 0, rest, c, NULL, 0, &nr, &empty);
+            if (err != SEEN_OK)
+                goto fail;
+            runlist_replace(rl, rl->n, rl->n, &nr, empty);
+        }
+        ns->hn = 0;
+    }
+
+    /* Fold a recent run that has grown as large as main (so rewrites stay
+     * amortized O(1) per item when items arrive in random time order). */
+    while (rl->n >= 2) {
+        seen__run *p = &rl->r[rl->n - 2], *d = &rl->r[rl->n - 1];
+        if ((uint64_t)d->n * SEEN_DELTA_RATIO < p->n && rl->n <= 4)
+            break;
+        bool done;
+        if ((err = fold_last(s, ns, rl, HEAD_NONE, &done)) != SEEN_OK)
+            goto fail;
+        if (!done)
+            break;
+    }
+
+    ns->nruns = rl->n;
+    ns->runs = seen__malloc((rl->n ? rl->n : 1) * sizeof *ns->runs);
+    if (ns->runs == NULL) {
+        err = SEEN_ERR_NOMEM;
+        goto fail;
+    }
+    memcpy(ns->runs, rl->r, rl->n * sizeof *rl->r);
+    seen__free(rl);
+    return SEEN_OK;
+fail:
+    runlist_release_created(rl);
+    seen__free(rl);
+    ns->runs = NULL;
+    ns->nruns = 0;
+    return err;
+}
+
+/* Segments that are dead and no longer referenced can leave the table. */
+static void next_drop_unreferenced(const seen_set *s, next_state *ns)
+{
+    const seen__run *runs = ns->runs ? ns->runs : s->runs;
+    uint32_t nruns = ns->runs ? ns->nruns : s->nruns;
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < ns->nsegs; i++) {
+        seen__segment *g = &ns->segs[i];
+        bool keep = seg_alive(s, g, ns->origin, ns->clock);
+        for (uint32_t r = 0; !keep && r < nruns; r++) {
+            const uint32_t *ids = seen__run_segs(&runs[r]);
+            for (uint32_t t = 0; t < runs[r].nsegs && !keep; t++)
+                keep = ids[t] == g->id;
+        }
+        for (uint32_t h = 0; !keep && h < ns->hn; h++)
+            keep = ns->hsegs[h] == g->id;
+        if (keep)
+            ns->segs[w++] = *g;
+    }
+    ns->nsegs = w;
+}
+
+static void update_hwm(const seen_set *s, next_state *ns)
+{
+    uint64_t live = next_live_items(s, ns);
+    int64_t horizon = (int64_t)(s->policy.window_ms + s->slice_ms);
+    if (s->slice_ms && ns->clock - ns->hwm_clock > horizon) {
+        ns->hwm = live;
+        ns->hwm_clock = ns->clock;
+    }
+    if (live >= ns->hwm) {
+        ns->hwm = live;
+        ns->hwm_clock = ns->clock;
+    }
+}
+
+/* Should this write flush the head or rewrite runs? */
+static bool need_flush(const seen_set *s, const next_state *ns, bool dead)
+{
+    uint64_t stored = ns->hn;
+    for (uint32_t i = 0; i < s->nruns; i++)
+        stored += s->runs[i].n;
+    if (ns->hn >= head_limit(stored))
+        return true;
+    /* A segment died: purge the runs that name it. */
+    for (uint32_t i = 0; dead && i < s->nruns; i++)
+        if (run_has_dead(s, ns, &s->runs[i]))
+            return true;
+    return false;
+}
+
+/* Swap the next state in.  Cannot fail. */
+static void commit_next(seen_set *s, next_state *ns)
+{
+    if (ns->runs) {
+        for (uint32_t j = 0; j < s->nruns; j++) {
+            bool kept = false;
+            for (uint32_t i = 0; i < ns->nruns; i++)
+                kept |= ns->runs[i].mem == s->runs[j].mem;
+            if (!kept)
+                seen__run_release(&s->runs[j]);
+        }
+        seen__free(s->runs);
+        s->runs = ns->nruns ? ns->runs : NULL;
+        if (!ns->nruns)
+            seen__free(ns->runs);
+        s->nruns = ns->nruns;
+    }
+    if (ns->head_fresh)
+        seen__free(s->head_keys);
+    if (ns->hn == 0 && ns->hkeys != NULL) {
+        /* An empty head holds no block: its memory would count against
+         * every stored item. */
+        seen__free(ns->hkeys);
+        ns->hkeys = NULL;
+        ns->hsegs = NULL;
+        ns->hcap = 0;
+    }
+    s->head_keys = ns->hkeys;
+    s->head_segs = ns->hsegs;
+    s->head_n = ns->hn;
+    s->head_cap = ns->hcap;
+    seen__free(s->segs);
+    if (ns->nsegs) {
+        /* Shrink the table to its size (it is small; a failed shrink just
+         * keeps the larger block). */
+        seen__segment *g = ns->segs_cap > ns->nsegs ? seen__realloc(ns->segs, ns->nsegs * sizeof *g) : NULL;
+        s->segs = g ? g : ns->segs;
+    } else {
+        seen__free(ns->segs);
+        s->segs = NULL;
+    }
+    s->nsegs = ns->nsegs;
+    s->clock = ns->clock;
+    s->origin = ns->origin;
+    s->has_origin = ns->has_origin;
+    s->c_ref = ns->c_ref;
+    s->hwm = ns->hwm;
+    s->hwm_clock = ns->hwm_clock;
+    s->next_seg_id = ns->next_seg_id;
+    memset(ns, 0, sizeof *ns);
+}
+
+/* The tail shared by every write: capacity, expiry, planning size, then a
+ * flush if due, then commit. */
+static bool next_any_dead(const seen_set *s, const next_state *ns)
+{
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        if (!seg_alive(s, &ns->segs[i], ns->origin, ns->clock))
+            return true;
+    return false;
+}
+
+static seen_err finish_write(seen_set *s, next_state *ns, bool force)
+{
+    apply_capacity(s, ns);
+    next_expire(s, ns);
+    update_hwm(s, ns);
+    /* Dead segments are rare events (a slice ending, a capacity step);
+     * only then do the head and runs need scanning for them. */
+    bool dead = next_any_dead(s, ns);
+    if (dead && !next_head_prune(s, ns))
+        return SEEN_ERR_NOMEM;
+    if (force || need_flush(s, ns, dead)) {
+        seen_err err = flush(s, ns);
+        if (err != SEEN_OK)
+            return err;
+    }
+    if (dead || ns->runs)
+        next_drop_unreferenced(s, ns);
+    commit_next(s, ns);
+    return SEEN_OK;
+}
+
+/* ------------------------------------------------------------------ add */
+
+static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int64_t *at,
+                         int64_t now, size_t *added)
+{
+    seen_err err = check_time(now);
+    if (err != SEEN_OK)
+        return err;
+    for (size_t i = 0; at && i < n; i++)
+        if ((err = check_time(at[i])) != SEEN_OK)
+            return err;
+    if (added)
+        *added = 0;
+
+    next_state ns;
+    if ((err = next_begin(s, &ns, now, n)) != SEEN_OK)
+        return err;
+    /* Scratch arrays in one block; on the stack for small batches. */
+    enum { SMALL = 16 };
+    const size_t per = sizeof(seen__kv) + sizeof(int64_t) + sizeof(int32_t) + 2 * sizeof(uint32_t);
+    _Alignas(16) uint8_t small[SMALL * (sizeof(seen__kv) + sizeof(int64_t) + sizeof(int32_t) + 2 * sizeof(uint32_t))];
+    uint8_t *scratch = n <= SMALL ? small : seen__malloc(n * per);
+    if (scratch == NULL) {
+        next_discard(s, &ns);
+        return SEEN_ERR_NOMEM;
+    }
+    size_t cap = n <= SMALL ? SMALL : n;
+    seen__kv *kv = (seen__kv *)(void *)scratch;
+    int64_t *slice = (int64_t *)(void *)(scratch + cap * sizeof(seen__kv));
+    int32_t *rank = (int32_t *)(void *)(slice + cap);
+    uint32_t *order = (uint32_t *)(void *)(rank + cap);
+    uint32_t *pos_of = order + cap;
+    if (!ns.has_origin && n > 0) {
+        int64_t lo = INT64_MAX;
+        for (size_t i = 0; i < n; i++) {
+            int64_t t = at ? (at[i] < now ? at[i] : now) : now;
+            if (t < lo)
+                lo = t;
+        }
+        ns.origin = s->slice_ms ? lo : 0;
+        ns.has_origin = 1;
+    }
+
+    /* Slices; items already forgotten at `now` are ignored. */
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t t = at ? (at[i] < now ? at[i] : now) : now;
+        int64_t k = slice_of(s, ns.origin, t);
+        slice[i] = k;
+        if (slice_forget_at(s, ns.origin, k) <= ns.clock)
+            continue;
+        kv[m++] = (seen__kv){keys[i], (uint32_t)i};
+    }
+    if ((err = seen__sort_kv(kv, m)) != SEEN_OK)
+        goto out;
+    /* One entry per distinct key: the newest slice, first in input order. */
+    size_t u = 0;
+    for (size_t i = 0; i < m;) {
+        size_t j = i, pick = i;
+        while (j < m && kv[j].key == kv[i].key) {
+            uint32_t a = kv[j].idx, b = kv[pick].idx;
+            if (slice[a] > slice[b] || (slice[a] == slice[b] && a < b))
+                pick = j;
+            j++;
+        }
+        kv[u++] = kv[pick];
+        i = j;
+    }
+    /* Where each key is now (ranks refer to s->segs). */
+    if ((err = locate(s, kv, u, ns.clock, rank)) != SEEN_OK)
+        goto out;
+    /* Assign segments in input order, so a capacity's count steps follow
+     * arrival. */
+    for (size_t i = 0; i < u; i++)
+        order[i] = (uint32_t)i;
+    {
+        /* Order the distinct keys by input position. */
+        for (size_t i = 0; i < n; i++)
+            pos_of[i] = UINT32_MAX;
+        for (size_t i = 0; i < u; i++)
+            pos_of[kv[i].idx] = (uint32_t)i;
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++)
+            if (pos_of[i] != UINT32_MAX)
+                order[w++] = pos_of[i];
+    }
+    size_t new_items = 0;
+    for (size_t oi = 0; oi < u; oi++) {
+        size_t i = order[oi];
+        int32_t t = open_segment(s, &ns, slice[kv[i].idx]);
+        if (t < 0) {
+            err = SEEN_ERR_NOMEM;
+            goto out;
+        }
+        seen__segment *target = &ns.segs[t];
+        if (rank[i] >= 0) {
+            int32_t f = seg_find(ns.segs, ns.nsegs, s->segs[rank[i]].id);
+            if (f >= 0 && seg_age_cmp(&ns.segs[f], target) >= 0)
+                continue; /* already as recent as this addition */
+            /* The older copy stays stored until a merge meets both. */
+            if (f >= 0 && seen__seg_items(&ns.segs[f]) > 0)
+                ns.segs[f].shadow++;
+        } else {
+            new_items++;
+        }
+        target->phys++;
+        if (!next_head_push(&ns, kv[i].key, target->id)) {
+            err = SEEN_ERR_NOMEM;
+            goto out;
+        }
+        /* A count step may just have filled: apply the cap as we go so the
+         * oldest steps leave before they are needed again. */
+        if (s->policy.capacity)
+            apply_capacity(s, &ns);
+    }
+    err = finish_write(s, &ns, false);
+    if (err == SEEN_OK && added)
+        *added = new_items;
+out:
+    if (err != SEEN_OK)
+        next_discard(s, &ns);
+    if (scratch != small)
+        seen__free(scratch);
+    return err;
+}
+
+seen_err seen_add_str(seen_set *s, const seen_str *items, size_t n, const int64_t *at, int64_t now,
+                      size_t *added)
+{
+    if (s == NULL)
+        return SEEN_ERR_ARG;
+    if (s->policy.ids != SEEN_IDS_STR)
+        return SEEN_ERR_IDS;
+    seen_err err = check_strs(items, n);
+    if (err != SEEN_OK)
+        return err;
+    uint64_t small[16];
+    uint64_t *keys = n <= 16 ? small : seen__malloc(n * sizeof *keys);
+    if (keys == NULL)
+        return SEEN_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = seen__hash_str(items[i].ptr, items[i].len);
+    err = add_keys(s, keys, n, at, now, added);
+    if (keys != small)
+        seen__free(keys);
+    return err;
+}
+
+seen_err seen_add_int(seen_set *s, const uint64_t *items, size_t n, const int64_t *at, int64_t now,
+                      size_t *added)
+{
+    if (s == NULL || (n && items == NULL))
+        return SEEN_ERR_ARG;
+    if (s->policy.ids != SEEN_IDS_INT)
+        return SEEN_ERR_IDS;
+    if (n > SEEN_MAX_BATCH)
+        return SEEN_ERR_BATCH;
+    uint64_t small[16];
+    uint64_t *keys = n <= 16 ? small : seen__malloc(n * sizeof *keys);
+    if (keys == NULL)
+        return SEEN_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = seen__int_key(s, items[i]);
+    seen_err err = add_keys(s, keys, n, at, now, added);
+    if (keys != small)
+        seen__free(keys);
+    return err;
+}
+
+/* --------------------------------------------------------------- remove */
+
+static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, size_t *removed)
+{
+    seen_err err = check_time(now);
+    if (err != SEEN_OK)
+        return err;
+    if (removed)
+        *removed = 0;
+    next_state ns;
+    if ((err = next_begin(s, &ns, now, 0)) != SEEN_OK)
+        return err;
+    seen__kv *kv = seen__malloc((n ? n : 1) * sizeof *kv);
+    int32_t *rank = seen__malloc((n ? n : 1) * sizeof *rank);
+    runlist *rl = seen__calloc(1, sizeof *rl);
+    if (kv == NULL || rank == NULL || rl == NULL) {
+        err = SEEN_ERR_NOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        kv[i] = (seen__kv){keys[i], (uint32_t)i};
+    if ((err = seen__sort_kv(kv, n)) != SEEN_OK)
+        goto out;
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (u == 0 || kv[u - 1].key != kv[i].key)
+            kv[u++] = kv[i];
+    for (size_t i = 0; i < u; i++)
+        keys[i] = kv[i].key; /* sorted, distinct */
+    if ((err = locate(s, kv, u, ns.clock, rank)) != SEEN_OK)
+        goto out;
+    size_t gone = 0;
+    for (size_t i = 0; i < u; i++)
+        gone += rank[i] >= 0;
+    /* Copies other than an item's newest were shadows: as they go, so does
+     * their shadow mark.  (The table is unchanged so far: ranks index both
+     * s->segs and ns.segs.) */
+    for (uint32_t h = 0; h < ns.hn; h++) {
+        size_t lo = 0, hi = u;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (keys[mid] < ns.hkeys[h])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == u || keys[lo] != ns.hkeys[h])
+            continue;
+        int32_t k = seg_find(ns.segs, ns.nsegs, ns.hsegs[h]);
+        if (k >= 0 && k != rank[lo] && ns.segs[k].shadow > 0)
+            ns.segs[k].shadow--;
+    }
+    for (uint32_t i = 0; i < s->nruns; i++) {
+        const seen__run *r = &s->runs[i];
+        seen__divider d;
+        seen__divider_init(&d, r->c);
+        seen__cursor cur;
+        seen__cursor_init(&cur, r);
+        const uint32_t *ids = seen__run_segs(r);
+        for (size_t k = 0; k < u; k++) {
+            int t = seen__cursor_find(&cur, seen__div(&d, keys[k]));
+            if (t < 0)
+                continue;
+            int32_t at = seg_find(ns.segs, ns.nsegs, ids[t]);
+            if (at >= 0 && at != rank[k] && ns.segs[at].shadow > 0)
+                ns.segs[at].shadow--;
+        }
+    }
+    /* Physically remove every copy: head entries and run values. */
+    {
+        uint32_t w = 0;
+        bool any = false;
+        for (uint32_t h = 0; h < ns.hn; h++)
+            any |= in_sorted(keys, u, ns.hkeys[h]);
+        if (any) {
+            uint64_t *nk;
+            uint32_t *ng;
+            if (!head_alloc(&nk, &ng, ns.hcap)) {
+                err = SEEN_ERR_NOMEM;
+                goto out;
+            }
+            for (uint32_t h = 0; h < ns.hn; h++) {
+                if (!in_sorted(keys, u, ns.hkeys[h])) {
+                    nk[w] = ns.hkeys[h];
+                    ng[w] = ns.hsegs[h];
+                    w++;
+                } else {
+                    int32_t k = seg_find(ns.segs, ns.nsegs, ns.hsegs[h]);
+                    if (k >= 0) {
+                        ns.segs[k].phys--;
+                        if (ns.segs[k].shadow > ns.segs[k].phys)
+                            ns.segs[k].shadow = ns.segs[k].phys;
+                    }
+                }
+            }
+            ns.hkeys = nk;
+            ns.hsegs = ng;
+            ns.hn = w;
+            ns.head_fresh = true;
+        }
+    }
+    if (s->nruns)
+        memcpy(rl->r, s->runs, s->nruns * sizeof *s->runs);
+    rl->n = s->nruns;
+    bool runs_changed = false;
+    for (uint32_t i = 0; i < rl->n; i++) {
+        seen__run *r = &rl->r[i];
+        seen__divider d;
+        seen__divider_init(&d, r->c);
+        seen__cursor cur;
+        seen__cursor_init(&cur, r);
+        bool hit = false;
+        for (size_t k = 0; k < u && !hit; k++)
+            hit = seen__cursor_find(&cur, seen__div(&d, keys[k])) >= 0;
+        if (!hit)
+            continue;
+        seen__run nr;
+        bool empty;
+        const seen__run *in[1] = {r};
+        err = merge_build(s, &ns, in, 1, HEAD_NONE, r->c, keys, u, &nr, &empty);
+        if (err != SEEN_OK)
+            goto out;
+        runlist_replace(rl, i, i + 1, &nr, empty);
+        if (empty)
+            i--;
+        runs_changed = true;
+    }
+    if (runs_changed) {
+        ns.nruns = rl->n;
+        ns.runs = seen__malloc((rl->n ? rl->n : 1) * sizeof *ns.runs);
+        if (ns.runs == NULL) {
+            err = SEEN_ERR_NOMEM;
+            goto out;
+        }
+        memcpy(ns.runs, rl->r, rl->n * sizeof *rl->r);
+        rl->n = 0; /* now owned by ns */
+    }
+    if (ns.runs == NULL) {
+        err = finish_write(s, &ns, false);
+    } else {
+        /* Runs already rebuilt: skip the flush, just commit. */
+        next_expire(s, &ns);
+        update_hwm(s, &ns);
+        next_drop_unreferenced(s, &ns);
+        commit_next(s, &ns);
+    }
+    if (err == SEEN_OK && removed)
+        *removed = gone;
+out:
+    if (err != SEEN_OK) {
+        if (rl)
+            runlist_release_created(rl);
+        next_discard(s, &ns);
+    }
+    seen__free(rl);
+    seen__free(kv);
+    seen__free(rank);
+    return err;
+}
+
+seen_err seen_remove_str(seen_set *s, const seen_str *items, size_t n, int64_t now, size_t *removed)
+{
+    if (s == NULL)
+        return SEEN_ERR_ARG;
+    if (s->policy.ids != SEEN_IDS_STR)
+        return SEEN_ERR_IDS;
+    seen_err err = check_strs(items, n);
+    if (err != SEEN_OK)
+        return err;
+    uint64_t *keys = seen__malloc((n ? n : 1) * sizeof *keys);
+    if (keys == NULL)
+        return SEEN_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = seen__hash_str(items[i].ptr, items[i].len);
+    err = remove_keys(s, keys, n, now, removed);
+    seen__free(keys);
+    return err;
+}
+
+seen_err seen_remove_int(seen_set *s, const uint64_t *items, size_t n, int64_t now, size_t *removed)
+{
+    if (s == NULL || (n && items == NULL))
+        return SEEN_ERR_ARG;
+    if (s->policy.ids != SEEN_IDS_INT)
+        return SEEN_ERR_IDS;
+    if (n > SEEN_MAX_BATCH)
+        return SEEN_ERR_BATCH;
+    uint64_t *keys = seen__malloc((n ? n : 1) * sizeof *keys);
+    if (keys == NULL)
+        return SEEN_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = seen__int_key(s, items[i]);
+    seen_err err = remove_keys(s, keys, n, now, removed);
+    seen__free(keys);
+    return err;
+}
+
+seen_err seen_expire(seen_set *s, int64_t now)
+{
+    if (s == NULL)
+        return SEEN_ERR_ARG;
+    seen_err err = check_time(now);
+    if (err != SEEN_OK)
+        return err;
+    next_state ns;
+    if ((err = next_begin(s, &ns, now, 0)) != SEEN_OK)
+        return err;
+    err = finish_write(s, &ns, false);
+    if (err != SEEN_OK)
+        next_discard(s, &ns);
+    return err;
+}
+
+/* ============================================================ inspection */
+
+size_t seen_bytes(const seen_set *s)
+{
+    if (s == NULL)
+        return 0;
+    size_t b = seen__alloc_size((void *)s, sizeof *s);
+    b += seen__alloc_size(s->segs, s->nsegs * sizeof *s->segs);
+    b += seen__alloc_size(s->runs, s->nruns * sizeof *s->runs);
+    b += seen__alloc_size(s->head_keys, (size_t)s->head_cap * (sizeof(uint64_t) + sizeof(uint32_t)));
+    for (uint32_t i = 0; i < s->nruns; i++)
+        b += seen__alloc_size(s->runs[i].mem, seen__run_mem_size(&s->runs[i]));
+    return b;
+}
+
+uint64_t seen_count(const seen_set *s, int64_t now)
+{
+    if (s == NULL)
+        return 0;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < s->nsegs; i++)
+        if (seg_alive(s, &s->segs[i], s->origin, now))
+            total += seen__seg_items(&s->segs[i]);
+    return total;
+}
+
+int64_t seen_forget_all_at(const seen_set *s)
+{
+    if (s == NULL || !s->has_origin)
+        return 0;
+    if (!s->slice_ms)
+        return INT64_MAX;
+    int64_t last = INT64_MIN;
+    for (uint32_t i = 0; i < s->nsegs; i++)
+        if (!s->segs[i].dropped && seen__seg_items(&s->segs[i]) > 0) {
+            int64_t f = slice_forget_at(s, s->origin, s->segs[i].slice);
+            if (f > last)
+                last = f;
+        }
+    return last == INT64_MIN ? s->clock : last;
+}
+
+double seen_fpr_estimate(const seen_set *s)
+{
+    if (s == NULL)
+        return 0;
+    double mass = (double)s->head_n;
+    for (uint32_t i = 0; i < s->nruns; i++)
+        mass += (double)s->runs[i].n * (double)s->runs[i].c;
+    return ldexp(mass, -64);
+}
+
+size_t seen_segments(const seen_set *s, int64_t now, seen_segment_info *out, size_t cap)
+{
+    size_t k = 0;
+    if (s == NULL)
+        return 0;
+    for (uint32_t i = 0; i < s->nsegs; i++) {
+        const seen__segment *g = &s->segs[i];
+        if (!seg_alive(s, g, s->origin, now))
+            continue;
+        if (k < cap && out) {
+            seen_segment_info *o = &out[k];
+            o->start_ms = s->slice_ms ? s->origin + g->slice * (int64_t)s->slice_ms : 0;
+            o->end_ms = s->slice_ms ? o->start_ms + (int64_t)s->slice_ms : INT64_MAX;
+            o->forget_ms = slice_forget_at(s, s->origin, g->slice);
+            o->seq = g->seq;
+            o->items = seen__seg_items(g);
+        }
+        k++;
+    }
+    return k;
+}
+
+size_t seen_runs(const seen_set *s, seen_run_info *out, size_t cap)
+{
+    if (s == NULL)
+        return 0;
+    size_t k = 0;
+    if (s->head_n) {
+        if (out && k < cap)
+            out[k] = (seen_run_info){SEEN_ENC_BUFFER, s->head_n,
+                                     (uint64_t)s->head_cap * (sizeof(uint64_t) + sizeof(uint32_t)),
+                                     96.0, ldexp((double)s->head_n, -64), 0};
+        k++;
+    }
+    for (uint32_t i = 0; i < s->nruns; i++) {
+        const seen__run *r = &s->runs[i];
+        if (out && k < cap) {
+            size_t bytes = seen__run_mem_size(r);
+            out[k] = (seen_run_info){r->c > 1 ? SEEN_ENC_COMPACT : SEEN_ENC_EXACT, r->n, bytes,
+                                     (double)bytes * 8.0 / (double)r->n,
+                                     ldexp((double)r->n * (double)r->c, -64), r->nsegs};
+        }
+        k++;
+    }
+    return k;
+}
