@@ -26,7 +26,7 @@ CORE_OBJ = $(CORE_SRC:src/core/%.c=$(BUILD)/core/%.o)
 CORE_SAN_OBJ = $(CORE_SRC:src/core/%.c=$(SAN)/core/%.o)
 CORE_HDR = include/seen.h $(wildcard src/core/*.h)
 
-.PHONY: all lib clean test test-unit bench-core format
+.PHONY: all lib clean test test-unit test-fuzz fuzz fuzz-corpus bench-core format
 all: lib
 
 lib: $(BUILD)/libseen.a
@@ -50,3 +50,56 @@ clean:
 
 format:
 	clang-format -i include/*.h src/*/*.c src/*/*.h tests/*/*.c bench/*.c
+
+# ------------------------------------------------------------------ tests
+# Unit tests link the library's internals (white-box tests of the codec).
+TEST_CFLAGS = $(CSTD) -Wall -Wextra -Werror $(DEFS) -Iinclude -Isrc/core -Itests/unit
+TEST_COMMON = tests/unit/testutil.c tests/unit/testutil.h
+UNIT_TESTS = test_run test_set
+
+$(BUILD)/tests/%: tests/unit/%.c $(TEST_COMMON) $(BUILD)/libseen.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -O2 -g $< tests/unit/testutil.c $(BUILD)/libseen.a -lcmocka -lm -o $@
+
+$(SAN)/tests/%: tests/unit/%.c $(TEST_COMMON) $(SAN)/libseen.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) $(SAN_FLAGS) $< tests/unit/testutil.c $(SAN)/libseen.a -lcmocka -lm -o $@
+
+# Fuzz targets, replayed without libFuzzer by tests/fuzz/replay.c.
+FUZZ_TARGETS = load ops
+
+$(SAN)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(TEST_COMMON) $(SAN)/libseen.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) $(SAN_FLAGS) $< tests/fuzz/replay.c tests/unit/testutil.c $(SAN)/libseen.a -lm -o $@
+
+# libFuzzer builds (clang): checksums are fixed up so mutations reach the
+# deep checks (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION).
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(TEST_COMMON) $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(TEST_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION $< tests/unit/testutil.c $(CORE_SRC) -lm -o $@
+
+$(BUILD)/tests/make_corpus: tests/fuzz/make_corpus.c $(TEST_COMMON) $(BUILD)/libseen.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -O1 -g $< tests/unit/testutil.c $(BUILD)/libseen.a -lm -o $@
+
+test-unit: $(UNIT_TESTS:%=$(BUILD)/tests/%) $(UNIT_TESTS:%=$(SAN)/tests/%)
+	@for t in $(UNIT_TESTS); do echo "== $$t"; $(BUILD)/tests/$$t || exit 1; done
+	@for t in $(UNIT_TESTS); do echo "== $$t (ASan+UBSan)"; $(SAN)/tests/$$t || exit 1; done
+
+test-fuzz: $(FUZZ_TARGETS:%=$(SAN)/fuzz/replay_%)
+	@for t in $(FUZZ_TARGETS); do echo "== replay corpus of fuzz_$$t (ASan+UBSan)"; \
+		$(SAN)/fuzz/replay_$$t tests/fuzz/corpus/$$t || exit 1; done
+
+# Fuzz for FUZZ_SECONDS per target; new inputs go to build/fuzz/new_*, copy
+# the interesting ones into tests/fuzz/corpus/.
+FUZZ_SECONDS ?= 60
+fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do mkdir -p $(BUILD)/fuzz/new_$$t; \
+		$(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+		$(BUILD)/fuzz/new_$$t tests/fuzz/corpus/$$t || exit 1; done
+
+fuzz-corpus: $(BUILD)/tests/make_corpus
+	$(BUILD)/tests/make_corpus tests/fuzz/corpus
+
+test: test-unit test-fuzz

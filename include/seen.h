@@ -199,7 +199,7 @@ typedef struct seen_segment_info {
     int64_t start_ms;  /* first millisecond of the slice (0: no window) */
     int64_t end_ms;    /* first millisecond after the slice */
     int64_t forget_ms; /* from when its items are forgotten (INT64_MAX: never) */
-    uint32_t seq;      /* segment number within the slice (capacity) */
+    uint64_t seq;      /* count step within the slice (with a capacity) */
     uint64_t items;
 } seen_segment_info;
 

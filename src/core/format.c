@@ -21,7 +21,7 @@
 
 /* Sizes of the fixed parts, in bytes (see docs/FORMAT.md). */
 #define HEADER_BYTES 98u
-#define SEGMENT_BYTES 25u
+#define SEGMENT_BYTES 29u
 #define HEAD_ENTRY_BYTES 12u
 #define RUN_HEADER_BYTES 78u
 #define CHECKSUM_BYTES 8u
@@ -117,7 +117,7 @@ static void write_all(const seen_set *s, wbuf *w)
         put_u64(w, (uint64_t)g->slice);
         put_u64(w, g->shadow);
         put_u32(w, g->id);
-        put_u32(w, g->seq);
+        put_u64(w, g->seq);
         put_u8(w, g->dropped);
     }
     for (uint32_t h = 0; h < s->head_n; h++) {
@@ -316,7 +316,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
         return CORRUPT;
     if (!s->has_origin && (nsegs || nruns || head_n))
         return CORRUPT;
-    if (s->budget == 0 && s->c_ref != 0)
+    if ((s->budget == 0 && s->c_ref != 0) || s->c_ref > s->budget)
         return CORRUPT;
     /* Fixed-size parts must fit in what is left before allocating. */
     if ((uint64_t)nsegs * SEGMENT_BYTES + (uint64_t)head_n * HEAD_ENTRY_BYTES +
@@ -336,12 +336,15 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
         g->shadow = get_u64(rb);
         g->phys = 0; /* recounted from the runs and head below */
         g->id = get_u32(rb);
-        g->seq = get_u32(rb);
+        g->seq = get_u64(rb);
         g->dropped = get_u8(rb);
         s->nsegs = i + 1;
+        /* A slice is (t - origin) / slice_ms for times in [0, 2^50], so
+         * anything further out is impossible (and would overflow). */
+        int64_t max_slice = s->slice_ms ? SEEN_MAX_TIME_MS / (int64_t)s->slice_ms + 1 : 0;
         if (g->dropped > 1 || (g->dropped && g->shadow) || g->id >= s->next_seg_id ||
-            g->shadow > (UINT64_C(1) << 40) || g->slice < -(INT64_C(1) << 52) ||
-            g->slice > (INT64_C(1) << 52) || (!s->slice_ms && g->slice != 0))
+            g->shadow > (UINT64_C(1) << 40) || g->slice < -max_slice || g->slice > max_slice ||
+            g->seq > (UINT64_C(1) << 62))
             return CORRUPT;
         if (i > 0) {
             const seen__segment *q = &s->segs[i - 1];
@@ -359,11 +362,12 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
     }
 
     if (head_n) {
-        s->head_keys = seen__malloc((size_t)head_n * (sizeof(uint64_t) + sizeof(uint32_t)));
+        uint32_t cap = seen__head_cap_for(head_n);
+        s->head_keys = seen__malloc((size_t)cap * (sizeof(uint64_t) + sizeof(uint32_t)));
         if (s->head_keys == NULL)
             return SEEN_ERR_NOMEM;
-        s->head_segs = (uint32_t *)(void *)(s->head_keys + head_n);
-        s->head_cap = head_n;
+        s->head_segs = (uint32_t *)(void *)(s->head_keys + cap);
+        s->head_cap = cap;
     }
     for (uint32_t h = 0; h < head_n; h++) {
         s->head_keys[h] = get_u64(rb);

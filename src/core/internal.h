@@ -39,6 +39,10 @@
  * time order). */
 #define SEEN_DELTA_RATIO 1u
 
+/* Sets up to this many stored items keep a single run: rewriting it whole
+ * on each merge is cheap, and one run avoids the cost of a split. */
+#define SEEN_SINGLE_RUN_MAX 1024u
+
 /* Upper bound on live segments (slices x count segments). */
 #define SEEN_MAX_SEGMENTS 4096u
 
@@ -282,8 +286,9 @@ typedef struct seen__segment {
     int64_t slice;   /* time slice index, counted from the set's origin */
     uint64_t phys;   /* entries stored with this tag, in runs and head */
     uint64_t shadow; /* of those, older copies of items added again later */
+    uint64_t seq;    /* count step within the slice (64 bits: a capped set
+                        without window steps forever) */
     uint32_t id;
-    uint32_t seq;    /* count step within the slice */
     uint8_t dropped; /* forgotten by the capacity rule */
 } seen__segment;
 
@@ -316,6 +321,13 @@ uint64_t seen__int_key(const seen_set *s, uint64_t item);
 
 /* Policy-derived fields; false if the policy is invalid. */
 bool seen__set_derive(seen_set *s);
+/* Verify every internal invariant (entry counts, budget, runs, order):
+ * for tests, after every operation. */
+seen_err seen__set_check(const seen_set *s);
+
+/* The head's block size for n entries (a fixed growth sequence). */
+uint32_t seen__head_cap_for(uint32_t n);
+
 /* Frees the parts of a set that seen_deserialize may have filled. */
 void seen__set_destroy(seen_set *s);
 

@@ -623,10 +623,20 @@ static seen_err next_begin(const seen_set *s, next_state *ns, int64_t now, size_
     return SEEN_OK;
 }
 
+uint32_t seen__head_cap_for(uint32_t n)
+{
+    /* Capacities follow one sequence from SEEN_HEAD_MIN, so a set loaded
+     * from its serialized form holds exactly the same memory. */
+    uint32_t c = 0;
+    while (c < n)
+        c = c ? c + c / 2 : SEEN_HEAD_MIN;
+    return c;
+}
+
 static bool next_head_push(next_state *ns, uint64_t key, uint32_t seg)
 {
     if (ns->hn == ns->hcap) {
-        uint32_t cap = ns->hcap ? ns->hcap + ns->hcap / 2 : SEEN_HEAD_MIN;
+        uint32_t cap = seen__head_cap_for(ns->hn + 1);
         uint64_t *k;
         uint32_t *g;
         if (!head_alloc(&k, &g, cap))
@@ -1386,7 +1396,8 @@ static seen_err flush(const seen_set *s, next_state *ns)
      * amortized O(1) per item when items arrive in random time order). */
     while (rl->n >= 2) {
         seen__run *p = &rl->r[rl->n - 2], *d = &rl->r[rl->n - 1];
-        if ((uint64_t)d->n * SEEN_DELTA_RATIO < p->n && rl->n <= 4)
+        if ((uint64_t)d->n * SEEN_DELTA_RATIO < p->n && rl->n <= 4 &&
+            (uint64_t)p->n + d->n > SEEN_SINGLE_RUN_MAX)
             break;
         bool done;
         if ((err = fold_last(s, ns, rl, HEAD_NONE, &done)) != SEEN_OK)
@@ -1601,13 +1612,15 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
     }
     if ((err = seen__sort_kv(kv, m)) != SEEN_OK)
         goto out;
-    /* One entry per distinct key: the newest slice, first in input order. */
+    /* One entry per distinct key: its newest addition, i.e. the newest
+     * slice and, within it, the last in input order (so items between two
+     * occurrences count as older, as they arrived before the second). */
     size_t u = 0;
     for (size_t i = 0; i < m;) {
         size_t j = i, pick = i;
         while (j < m && kv[j].key == kv[i].key) {
             uint32_t a = kv[j].idx, b = kv[pick].idx;
-            if (slice[a] > slice[b] || (slice[a] == slice[b] && a < b))
+            if (slice[a] > slice[b] || (slice[a] == slice[b] && a > b))
                 pick = j;
             j++;
         }
@@ -1646,7 +1659,7 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
             if (f >= 0 && seg_age_cmp(&ns.segs[f], target) >= 0)
                 continue; /* already as recent as this addition */
             /* The older copy stays stored until a merge meets both. */
-            if (f >= 0 && seen__seg_items(&ns.segs[f]) > 0)
+            if (f >= 0 && !ns.segs[f].dropped && seen__seg_items(&ns.segs[f]) > 0)
                 ns.segs[f].shadow++;
         } else {
             new_items++;
@@ -1682,7 +1695,7 @@ seen_err seen_add_str(seen_set *s, const seen_str *items, size_t n, const int64_
     seen_err err = check_strs(items, n);
     if (err != SEEN_OK)
         return err;
-    uint64_t small[16];
+    uint64_t small[16] = {0};
     uint64_t *keys = n <= 16 ? small : seen__malloc(n * sizeof *keys);
     if (keys == NULL)
         return SEEN_ERR_NOMEM;
@@ -1703,7 +1716,7 @@ seen_err seen_add_int(seen_set *s, const uint64_t *items, size_t n, const int64_
         return SEEN_ERR_IDS;
     if (n > SEEN_MAX_BATCH)
         return SEEN_ERR_BATCH;
-    uint64_t small[16];
+    uint64_t small[16] = {0};
     uint64_t *keys = n <= 16 ? small : seen__malloc(n * sizeof *keys);
     if (keys == NULL)
         return SEEN_ERR_NOMEM;
@@ -2025,4 +2038,71 @@ size_t seen_runs(const seen_set *s, seen_run_info *out, size_t cap)
         k++;
     }
     return k;
+}
+
+/* ========================================================== self-check */
+
+seen_err seen__set_check(const seen_set *s)
+{
+    if (s == NULL)
+        return SEEN_ERR_ARG;
+    for (uint32_t i = 0; i < s->nsegs; i++) {
+        const seen__segment *g = &s->segs[i];
+        if (g->shadow > g->phys || (g->dropped && g->shadow) || g->id >= s->next_seg_id)
+            return CORRUPT;
+        if (i > 0 && seg_age_cmp(&s->segs[i - 1], g) >= 0)
+            return CORRUPT;
+        if (seg_find(s->segs, i, g->id) >= 0)
+            return CORRUPT; /* duplicate id */
+    }
+    uint64_t *phys = seen__calloc(s->nsegs + 1, sizeof *phys);
+    if (phys == NULL)
+        return SEEN_ERR_NOMEM;
+    seen_err err = SEEN_OK;
+    for (uint32_t h = 0; h < s->head_n && err == SEEN_OK; h++) {
+        int32_t k = seg_find(s->segs, s->nsegs, s->head_segs[h]);
+        if (k < 0)
+            err = CORRUPT;
+        else
+            phys[k]++;
+    }
+    unsigned __int128 mass = s->head_n;
+    for (uint32_t i = 0; i < s->nruns && err == SEEN_OK; i++) {
+        const seen__run *r = &s->runs[i];
+        if ((err = seen__run_validate(r)) != SEEN_OK)
+            break;
+        if (s->budget == 0 && r->c != 1) {
+            err = CORRUPT;
+            break;
+        }
+        mass += (unsigned __int128)r->n * r->c;
+        const uint32_t *ids = seen__run_segs(r);
+        int32_t last = -1;
+        uint64_t *vals = seen__malloc((size_t)r->n * sizeof *vals);
+        uint16_t *tags = seen__malloc((size_t)r->n * sizeof *tags);
+        if (vals == NULL || tags == NULL) {
+            seen__free(vals);
+            seen__free(tags);
+            err = SEEN_ERR_NOMEM;
+            break;
+        }
+        seen__run_decode(r, vals, tags);
+        for (uint32_t t = 0; t < r->nsegs && err == SEEN_OK; t++) {
+            int32_t k = seg_find(s->segs, s->nsegs, ids[t]);
+            if (k <= last)
+                err = CORRUPT; /* unknown segment, or not in age order */
+            last = k;
+        }
+        for (uint32_t k = 0; k < r->n && err == SEEN_OK; k++)
+            phys[seg_find(s->segs, s->nsegs, ids[tags[k]])]++;
+        seen__free(vals);
+        seen__free(tags);
+    }
+    if (err == SEEN_OK && s->budget && mass > s->budget)
+        err = CORRUPT;
+    for (uint32_t i = 0; i < s->nsegs && err == SEEN_OK; i++)
+        if (phys[i] != s->segs[i].phys)
+            err = CORRUPT;
+    seen__free(phys);
+    return err;
 }

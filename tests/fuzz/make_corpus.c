@@ -1,0 +1,107 @@
+/*
+ * make_corpus.c — writes the seed corpora of the fuzz targets:
+ * tests/fuzz/corpus/load/ gets serialized sets covering every encoding
+ * (head only, exact runs, compact runs with tags, capacity steps, dropped
+ * and expired segments, INT and STR ids); tests/fuzz/corpus/ops/ gets
+ * operation programs for each policy byte.  Run once when the format
+ * changes (`make fuzz-corpus`); libFuzzer adds what it finds on top.
+ */
+#include "seen.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void write_file(const char *dir, const char *name, const uint8_t *b, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) {
+        perror(path);
+        exit(1);
+    }
+    fwrite(b, 1, n, f);
+    fclose(f);
+}
+
+static void save_set(const char *dir, const char *name, const seen_set *s)
+{
+    size_t len = seen_serialized_size(s), w;
+    uint8_t *b = malloc(len);
+    if (seen_serialize(s, b, len, &w) != SEEN_OK)
+        exit(1);
+    write_file(dir, name, b, w);
+    free(b);
+}
+
+static void fill(seen_set *s, rng *r, size_t n, int64_t start, int64_t span, int late)
+{
+    const seen_policy *p = seen_get_policy(s);
+    for (size_t i = 0; i < n; i += 50) {
+        size_t k = n - i < 50 ? n - i : 50;
+        uint64_t ids[50];
+        int64_t at[50];
+        seen_str strs[50];
+        str_item items[50];
+        int64_t now = start + (int64_t)((double)span * (double)(i + k) / (double)n);
+        for (size_t j = 0; j < k; j++) {
+            ids[j] = rng_below(r, n * 2);
+            make_str(&items[j], ids[j]);
+            strs[j] = items[j].s;
+            at[j] = late && rng_below(r, 3) == 0 ? now - (int64_t)rng_below(r, (uint64_t)span) : now;
+        }
+        if (p->ids == SEEN_IDS_INT)
+            seen_add_int(s, ids, k, at, now, NULL);
+        else
+            seen_add_str(s, strs, k, at, now, NULL);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *root = argc > 1 ? argv[1] : "tests/fuzz/corpus";
+    char load[512], ops[512];
+    snprintf(load, sizeof load, "%s/load", root);
+    snprintf(ops, sizeof ops, "%s/ops", root);
+    rng r = {7};
+    const int64_t day = 86400000, t0 = 1763700000000;
+    struct {
+        const char *name;
+        seen_policy p;
+        size_t n;
+        int64_t span;
+        int late;
+    } sets[] = {
+        {"empty", {90 * day, 4, 0.001, 0, SEEN_IDS_STR, 128}, 0, day, 0},
+        {"head-only", {90 * day, 4, 0.001, 0, SEEN_IDS_STR, 128}, 5, day, 0},
+        {"exact-str", {10 * day, 4, 0, 0, SEEN_IDS_STR, 128}, 900, 30 * day, 1},
+        {"exact-int-capacity", {0, 4, 0, 100, SEEN_IDS_INT, 128}, 400, day, 0},
+        {"compact-str", {90 * day, 4, 0.001, 0, SEEN_IDS_STR, 64}, 3000, 90 * day, 0},
+        {"compact-late", {60 * day, 3, 0.01, 0, SEEN_IDS_STR, 16}, 2000, 80 * day, 1},
+        {"compact-int", {600000, 8, 0.01, 0, SEEN_IDS_INT, 16}, 1500, 900000, 1},
+        {"capacity-compact", {7 * day, 4, 0.01, 500, SEEN_IDS_STR, 16}, 2000, 10 * day, 0},
+        {"no-window", {0, 1, 0.001, 0, SEEN_IDS_INT, 32}, 1200, day, 0},
+        {"many-slices", {64 * day, 64, 0.01, 0, SEEN_IDS_STR, 16}, 2000, 70 * day, 1},
+    };
+    for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
+        seen_set *s;
+        if (seen_create(&sets[i].p, &s) != SEEN_OK)
+            return 1;
+        fill(s, &r, sets[i].n, t0, sets[i].span, sets[i].late);
+        save_set(load, sets[i].name, s);
+        seen_free(s);
+    }
+    for (int i = 0; i < 48; i++) {
+        uint8_t prog[600];
+        prog[0] = (uint8_t)(i * 37);
+        prog[1] = (uint8_t)(i * 11);
+        for (size_t k = 2; k < sizeof prog; k++)
+            prog[k] = (uint8_t)rng_next(&r);
+        char name[32];
+        snprintf(name, sizeof name, "prog-%02d", i);
+        write_file(ops, name, prog, 120 + (size_t)i * 10);
+    }
+    return 0;
+}

@@ -1,0 +1,179 @@
+/*
+ * test_run.c — white-box tests of the core's building blocks: division by
+ * invariant divisors, Golomb-coded runs (encode, decode, validate, point and
+ * batch lookups) across value distributions and tag alphabets, and the
+ * candidate sort.  Randomised with printed seeds.
+ */
+#include "internal.h"
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void test_divider(void **state)
+{
+    (void)state;
+    rng r = {test_seed("divider", 1)};
+    uint64_t fixed[] = {1, 2, 3, 5, 7, 10, 1000, 4096, 12345678901ull, (1ull << 63),
+                        (1ull << 63) + 1, UINT64_MAX, UINT64_MAX - 1, 0x123456789abcdefull};
+    for (size_t k = 0; k < sizeof fixed / sizeof *fixed + 2000; k++) {
+        uint64_t d = k < sizeof fixed / sizeof *fixed ? fixed[k] : rng_next(&r) >> rng_below(&r, 64);
+        if (d == 0)
+            d = 1;
+        seen__divider v;
+        seen__divider_init(&v, d);
+        uint64_t probes[] = {0, 1, d - 1, d, d + 1, UINT64_MAX, UINT64_MAX - 1, rng_next(&r),
+                             rng_next(&r) >> 20};
+        for (size_t i = 0; i < sizeof probes / sizeof *probes; i++)
+            assert_true(seen__div(&v, probes[i]) == probes[i] / d);
+    }
+}
+
+/* Values of one of several shapes, sorted and distinct. */
+static size_t make_values(rng *r, int shape, size_t n, uint64_t *v)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (shape) {
+        case 0: v[i] = rng_next(r); break;                          /* uniform 64-bit */
+        case 1: v[i] = rng_below(r, n * 3 + 1); break;              /* dense */
+        case 2: v[i] = 2700000 + rng_below(r, 400000); break;       /* app ids */
+        case 3: v[i] = (rng_below(r, 4) << 60) + rng_below(r, 1000); break; /* clusters */
+        default: v[i] = rng_next(r) >> 27; break;                   /* fingerprints */
+        }
+    }
+    if (n > 2) {
+        v[0] = 0;
+        if (shape == 0)
+            v[1] = UINT64_MAX;
+    }
+    qsort(v, n, sizeof *v, cmp_u64);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (u == 0 || v[u - 1] != v[i])
+            v[u++] = v[i];
+    return u;
+}
+
+static void check_run(rng *r, int shape, size_t n, uint32_t nsegs)
+{
+    uint64_t *v = malloc((n + 1) * sizeof *v);
+    uint16_t *t = malloc((n + 1) * sizeof *t);
+    uint64_t *dv = malloc((n + 1) * sizeof *dv);
+    uint16_t *dt = malloc((n + 1) * sizeof *dt);
+    uint32_t ids[64];
+    for (uint32_t k = 0; k < nsegs; k++)
+        ids[k] = 100 + k;
+    n = make_values(r, shape, n, v);
+    for (size_t i = 0; i < n; i++)
+        t[i] = (uint16_t)rng_below(r, nsegs);
+    seen__run run;
+    assert_int_equal(seen__run_encode(&run, 1, v, t, n, ids, nsegs), SEEN_OK);
+    assert_int_equal(seen__run_validate(&run), SEEN_OK);
+    seen__run_decode(&run, dv, dt);
+    assert_memory_equal(dv, v, n * sizeof *v);
+    assert_memory_equal(dt, t, n * sizeof *t);
+
+    /* Cursor: every present value with its tag, interleaved with absent
+     * ones, in increasing order. */
+    seen__cursor cur;
+    seen__cursor_init(&cur, &run);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && v[i] > v[i - 1] + 1)
+            assert_int_equal(seen__cursor_find(&cur, v[i] - 1), -1);
+        assert_int_equal(seen__cursor_find(&cur, v[i]), t[i]);
+        assert_int_equal(seen__cursor_find(&cur, v[i]), t[i]); /* repeats */
+    }
+    /* Point lookups, several runs at once. */
+    for (int k = 0; k < 200; k++) {
+        size_t i = rng_below(r, n);
+        const seen__run *runs[2] = {&run, &run};
+        uint64_t vals[2] = {v[i], v[i] + 1};
+        int tags[2];
+        seen__run_lookup_many(runs, vals, 2, tags);
+        assert_int_equal(tags[0], t[i]);
+        bool next_present = i + 1 < n && v[i + 1] == v[i] + 1;
+        if (v[i] != UINT64_MAX)
+            assert_int_equal(tags[1], next_present ? t[i + 1] : -1);
+    }
+    /* Corrupted copies must be rejected or at least decode safely. */
+    size_t sz = seen__run_mem_size(&run);
+    uint8_t *orig = run.mem;
+    uint8_t *bad = malloc(sz);
+    for (int k = 0; k < 40; k++) {
+        memcpy(bad, orig, sz);
+        size_t at = (size_t)rng_below(r, sz - SEEN_RUN_PAD);
+        bad[at] ^= (uint8_t)(1u << rng_below(r, 8));
+        run.mem = bad;
+        if (seen__run_validate(&run) == SEEN_OK)
+            seen__run_decode(&run, dv, dt); /* accepted: must be well-formed */
+    }
+    run.mem = orig;
+    free(bad);
+    seen__run_release(&run);
+    free(v);
+    free(t);
+    free(dv);
+    free(dt);
+}
+
+static void test_runs(void **state)
+{
+    (void)state;
+    rng r = {test_seed("runs", 2)};
+    size_t sizes[] = {1, 2, 3, 17, 255, 256, 257, 511, 512, 1000, 5000, 40000};
+    uint32_t segs[] = {1, 2, 3, 5, 64};
+    for (int shape = 0; shape < 5; shape++)
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+            check_run(&r, shape, sizes[i], segs[(shape + i) % 5]);
+}
+
+static void test_sort(void **state)
+{
+    (void)state;
+    rng r = {test_seed("sort", 3)};
+    size_t sizes[] = {0, 1, 5, 24, 25, 100, 1000, 10000, 100000};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        size_t n = sizes[k];
+        for (int shape = 0; shape < 4; shape++) {
+            seen__kv *a = malloc((n + 1) * sizeof *a);
+            uint64_t *ref = malloc((n + 1) * sizeof *ref);
+            for (size_t i = 0; i < n; i++) {
+                uint64_t x = shape == 0   ? rng_next(&r)
+                             : shape == 1 ? rng_below(&r, 50)
+                             : shape == 2 ? (rng_below(&r, 3) << 62) + rng_below(&r, 1000)
+                                          : 2700000 + rng_below(&r, 400000);
+                a[i] = (seen__kv){x, (uint32_t)i};
+                ref[i] = x;
+            }
+            assert_int_equal(seen__sort_kv(a, n), SEEN_OK);
+            qsort(ref, n, sizeof *ref, cmp_u64);
+            for (size_t i = 0; i < n; i++) {
+                assert_true(a[i].key == ref[i]);
+                if (i > 0)
+                    assert_true(a[i - 1].key <= a[i].key);
+            }
+            free(a);
+            free(ref);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_divider),
+        cmocka_unit_test(test_runs),
+        cmocka_unit_test(test_sort),
+    };
+    return cmocka_run_group_tests_name("core building blocks", tests, NULL, NULL);
+}

@@ -1,0 +1,776 @@
+/*
+ * test_set.c — the core library against a naive reference model.
+ *
+ * Randomised scenarios (seeded, replayable with SEEN_TEST_SEED) drive adds
+ * with current and late timestamps, filters, removals, time jumps, expiry
+ * and serialization round trips over many policies, and check after every
+ * operation: no false negatives inside the window, forgetting after
+ * window * (1 + 1/slices), capacity, exactness of exact modes, the "added"
+ * and "removed" counts, and the set's own invariants (seen__set_check).
+ * Directed tests cover the issue's figures: the false-positive rate on
+ * 200,000 fresh candidates, bits per item, integer-id compactness.  The
+ * allocation test fails the Nth allocation of every operation for every N
+ * and checks the set is unchanged and nothing leaks.
+ */
+#include "internal.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#define T0 INT64_C(1763700000000)
+#define DAY INT64_C(86400000)
+
+/* ------------------------------------------------------------- helpers */
+
+typedef struct probe_items {
+    str_item *str;
+    uint64_t *ints;
+    seen_str *strs;
+} probe_items;
+
+static void items_alloc(probe_items *pi, size_t n)
+{
+    pi->str = malloc((n + 1) * sizeof *pi->str);
+    pi->strs = malloc((n + 1) * sizeof *pi->strs);
+    pi->ints = malloc((n + 1) * sizeof *pi->ints);
+}
+
+static void items_free(probe_items *pi)
+{
+    free(pi->str);
+    free(pi->strs);
+    free(pi->ints);
+}
+
+static void items_set(probe_items *pi, size_t i, uint64_t id)
+{
+    make_str(&pi->str[i], id);
+    pi->strs[i] = pi->str[i].s;
+    pi->ints[i] = id;
+}
+
+static seen_err add_ids(seen_set *s, const uint64_t *ids, size_t n, const int64_t *at, int64_t now,
+                        size_t *added)
+{
+    probe_items pi;
+    items_alloc(&pi, n);
+    for (size_t i = 0; i < n; i++)
+        items_set(&pi, i, ids[i]);
+    seen_err e = seen_get_policy(s)->ids == SEEN_IDS_INT
+                     ? seen_add_int(s, pi.ints, n, at, now, added)
+                     : seen_add_str(s, pi.strs, n, at, now, added);
+    items_free(&pi);
+    return e;
+}
+
+static seen_err filter_ids(const seen_set *s, const uint64_t *ids, size_t n, int64_t now,
+                           uint8_t *seen)
+{
+    probe_items pi;
+    items_alloc(&pi, n);
+    for (size_t i = 0; i < n; i++)
+        items_set(&pi, i, ids[i]);
+    memset(seen, 0, n);
+    seen_err e = seen_get_policy(s)->ids == SEEN_IDS_INT ? seen_filter_int(s, pi.ints, n, now, seen)
+                                                         : seen_filter_str(s, pi.strs, n, now, seen);
+    items_free(&pi);
+    return e;
+}
+
+static seen_err remove_ids(seen_set *s, const uint64_t *ids, size_t n, int64_t now,
+                           size_t *removed)
+{
+    probe_items pi;
+    items_alloc(&pi, n);
+    for (size_t i = 0; i < n; i++)
+        items_set(&pi, i, ids[i]);
+    seen_err e = seen_get_policy(s)->ids == SEEN_IDS_INT
+                     ? seen_remove_int(s, pi.ints, n, now, removed)
+                     : seen_remove_str(s, pi.strs, n, now, removed);
+    items_free(&pi);
+    return e;
+}
+
+/* The serialized bytes of s: a complete picture of its state. */
+static uint8_t *snapshot(const seen_set *s, size_t *len)
+{
+    *len = seen_serialized_size(s);
+    uint8_t *b = malloc(*len);
+    size_t w;
+    assert_int_equal(seen_serialize(s, b, *len, &w), SEEN_OK);
+    assert_int_equal(w, *len);
+    return b;
+}
+
+static void assert_unchanged(const seen_set *s, const uint8_t *before, size_t len)
+{
+    size_t now_len;
+    uint8_t *now = snapshot(s, &now_len);
+    assert_int_equal(now_len, len);
+    assert_memory_equal(now, before, len);
+    free(now);
+}
+
+static seen_set *roundtrip(seen_set *s)
+{
+    size_t len;
+    uint8_t *b = snapshot(s, &len);
+    seen_set *t = NULL;
+    assert_int_equal(seen_deserialize(b, len, &t), SEEN_OK);
+    assert_int_equal(seen_bytes(t), seen_bytes(s));
+    size_t len2;
+    uint8_t *b2 = snapshot(t, &len2);
+    assert_int_equal(len2, len);
+    assert_memory_equal(b2, b, len);
+    free(b);
+    free(b2);
+    seen_free(s);
+    return t;
+}
+
+/* --------------------------------------------------------- scenarios */
+
+typedef struct scenario {
+    const char *name;
+    seen_policy p;
+    int ops;
+    size_t max_batch;
+    uint64_t id_space;
+    int64_t step_ms;   /* mean time advance */
+    bool late;         /* per-item times reaching back past the window */
+    bool removals;
+    uint64_t seed;
+} scenario;
+
+typedef struct tally {
+    uint64_t checks, must_see, must_not, fp; /* fp: MUST_NOT_SEE reported seen */
+} tally;
+
+static bool exact_policy(const seen_policy *p) { return p->error == 0; }
+
+static void check_all(const scenario *sc, seen_set *s, model *m, rng *r, int64_t now, tally *ty)
+{
+    enum { K = 256 };
+    uint64_t ids[K];
+    uint8_t seen[K];
+    for (size_t i = 0; i < K; i++)
+        ids[i] = rng_below(r, sc->id_space + sc->id_space / 4); /* some never added */
+    assert_int_equal(filter_ids(s, ids, K, now, seen), SEEN_OK);
+    for (size_t i = 0; i < K; i++) {
+        expect e = model_expect(m, ids[i], now);
+        ty->checks++;
+        if (e == MUST_SEE) {
+            ty->must_see++;
+            if (!seen[i]) {
+                const model_item *it = model_find(m, ids[i]);
+                fprintf(stderr, "model: id %llu t_sure %lld seq %llu newer %zu\n",
+                        (unsigned long long)ids[i], (long long)it->t_sure,
+                        (unsigned long long)it->seq, model_rank_newer(m, it, now));
+                seen_segment_info si[64];
+                size_t ns = seen_segments(s, now, si, 64);
+                for (size_t k = 0; k < ns && k < 64; k++)
+                    fprintf(stderr, "  segment seq %llu items %llu\n", (unsigned long long)si[k].seq,
+                            (unsigned long long)si[k].items);
+                fail_msg("%s: false negative: id %llu at now=%lld", sc->name,
+                         (unsigned long long)ids[i], (long long)now);
+            }
+        } else if (e == MUST_NOT_SEE) {
+            ty->must_not++;
+            if (seen[i]) {
+                if (exact_policy(&sc->p))
+                    fail_msg("%s: exact set reports id %llu seen at now=%lld", sc->name,
+                             (unsigned long long)ids[i], (long long)now);
+                ty->fp++;
+            }
+        }
+    }
+}
+
+static void run_scenario(const scenario *sc)
+{
+    rng r = {test_seed(sc->name, sc->seed)};
+    seen_set *s;
+    assert_int_equal(seen_create(&sc->p, &s), SEEN_OK);
+    model m;
+    model_init(&m, &sc->p);
+    tally ty = {0};
+    int64_t now = T0;
+    int64_t w = (int64_t)sc->p.window_ms;
+    uint64_t *ids = malloc(sc->max_batch * sizeof *ids);
+    int64_t *at = malloc(sc->max_batch * sizeof *at);
+    uint8_t *seen = malloc(sc->max_batch);
+    for (int op = 0; op < sc->ops; op++) {
+        uint64_t dice = rng_below(&r, 100);
+        if (dice < 50) {
+            size_t n = 1 + rng_below(&r, rng_below(&r, 4) == 0 ? sc->max_batch : 8);
+            bool with_times = sc->late && rng_below(&r, 3) == 0;
+            for (size_t i = 0; i < n; i++) {
+                ids[i] = rng_below(&r, sc->id_space);
+                int64_t back = w ? (int64_t)rng_below(&r, (uint64_t)(w + w / 2)) : (int64_t)rng_below(&r, 1000000);
+                at[i] = with_times ? now - back : now;
+                if (with_times && rng_below(&r, 10) == 0)
+                    at[i] = now + 5000; /* future: counts as now */
+            }
+            /* What the model allows "added" to be. */
+            size_t lo = 0, hi = 0;
+            for (size_t i = 0; i < n; i++) {
+                bool dup = false;
+                for (size_t j = 0; j < i && !dup; j++)
+                    dup = ids[j] == ids[i];
+                if (dup)
+                    continue;
+                int64_t t = at[i] < now ? at[i] : now;
+                for (size_t j = i + 1; j < n; j++)
+                    if (ids[j] == ids[i] && at[j] > t)
+                        t = at[j] < now ? at[j] : now;
+                expect e = model_expect(&m, ids[i], now);
+                bool kept_sure = w == 0 || t + w > now;
+                bool kept_maybe = w == 0 || t + w + m.slice_ms > now;
+                if (e == MUST_NOT_SEE && kept_sure)
+                    lo++;
+                if (e != MUST_SEE && kept_maybe)
+                    hi++;
+            }
+            size_t added = 99999;
+            assert_int_equal(add_ids(s, ids, n, with_times ? at : NULL, now, &added), SEEN_OK);
+            if (exact_policy(&sc->p) && !(added >= lo && added <= hi))
+                fail_msg("%s op %d: added %zu, model allows [%zu, %zu]", sc->name, op, added, lo,
+                         hi);
+            assert_true(added <= hi);
+            for (size_t i = 0; i < n; i++)
+                model_add(&m, ids[i], at[i] < now ? at[i] : now, now);
+        } else if (dice < 75) {
+            check_all(sc, s, &m, &r, now, &ty);
+        } else if (dice < 80 && sc->removals) {
+            size_t n = 1 + rng_below(&r, 16);
+            size_t lo = 0, hi = 0;
+            for (size_t i = 0; i < n; i++) {
+                ids[i] = rng_below(&r, sc->id_space);
+                bool dup = false;
+                for (size_t j = 0; j < i && !dup; j++)
+                    dup = ids[j] == ids[i];
+                if (dup)
+                    continue;
+                expect e = model_expect(&m, ids[i], now);
+                lo += e == MUST_SEE;
+                hi += e != MUST_NOT_SEE;
+            }
+            size_t removed = 99999;
+            assert_int_equal(remove_ids(s, ids, n, now, &removed), SEEN_OK);
+            if (exact_policy(&sc->p) && !(removed >= lo && removed <= hi))
+                fail_msg("%s op %d: removed %zu, model allows [%zu, %zu]", sc->name, op, removed,
+                         lo, hi);
+            for (size_t i = 0; i < n; i++)
+                model_remove(&m, ids[i]);
+            assert_int_equal(filter_ids(s, ids, n, now, seen), SEEN_OK);
+            for (size_t i = 0; i < n && exact_policy(&sc->p); i++)
+                assert_int_equal(seen[i], 0);
+        } else if (dice < 90) {
+            now += (int64_t)rng_below(&r, (uint64_t)sc->step_ms * 2 + 1);
+        } else if (dice < 95) {
+            s = roundtrip(s);
+        } else {
+            assert_int_equal(seen_expire(s, now), SEEN_OK);
+        }
+        seen_err ce = seen__set_check(s);
+        if (ce != SEEN_OK)
+            fail_msg("%s op %d: invariant broken: %s", sc->name, op, seen_strerror(ce));
+    }
+    /* Approximate sets: forgotten and never-added items may be reported
+     * seen only as ordinary false positives. */
+    if (!exact_policy(&sc->p)) {
+        double rate = ty.must_not ? (double)ty.fp / (double)ty.must_not : 0;
+        double allowed = sc->p.error * 3 + 5.0 / (double)(ty.must_not + 1);
+        if (rate > allowed)
+            fail_msg("%s: false-positive rate %.5f over %llu checks (allowed %.5f)", sc->name, rate,
+                     (unsigned long long)ty.must_not, allowed);
+    }
+    assert_true(ty.must_see > 0);
+    fprintf(stderr, "[stat] %s: %llu checks, %llu must-see, %llu must-not (fp %llu), %zu bytes\n",
+            sc->name, (unsigned long long)ty.checks, (unsigned long long)ty.must_see,
+            (unsigned long long)ty.must_not, (unsigned long long)ty.fp, seen_bytes(s));
+    free(ids);
+    free(at);
+    free(seen);
+    model_free(&m);
+    seen_free(s);
+}
+
+static seen_policy policy(uint64_t window_ms, uint32_t slices, double error, uint64_t capacity,
+                          seen_ids ids, uint32_t exact_limit)
+{
+    seen_policy p = {window_ms, slices, error, capacity, ids, exact_limit};
+    return p;
+}
+
+static void test_exact_str_window(void **state)
+{
+    (void)state;
+    scenario sc = {"exact-str-window", policy(100000, 4, 0, 0, SEEN_IDS_STR, 128), 3000, 200,
+                   3000, 2000, false, true, 11};
+    run_scenario(&sc);
+}
+
+static void test_exact_int_late(void **state)
+{
+    (void)state;
+    scenario sc = {"exact-int-late", policy(100000, 5, 0, 0, SEEN_IDS_INT, 128), 3000, 300,
+                   5000, 2000, true, true, 12};
+    run_scenario(&sc);
+}
+
+static void test_approx_str_window(void **state)
+{
+    (void)state;
+    scenario sc = {"approx-str-window", policy(50000, 4, 0.01, 0, SEEN_IDS_STR, 16), 4000, 400,
+                   20000, 600, false, false, 13};
+    run_scenario(&sc);
+}
+
+static void test_approx_str_late(void **state)
+{
+    (void)state;
+    scenario sc = {"approx-str-late", policy(50000, 3, 0.01, 0, SEEN_IDS_STR, 16), 3000, 400,
+                   20000, 600, true, false, 14};
+    run_scenario(&sc);
+}
+
+static void test_approx_int(void **state)
+{
+    (void)state;
+    scenario sc = {"approx-int", policy(80000, 8, 0.001, 0, SEEN_IDS_INT, 32), 3000, 500,
+                   30000, 800, true, false, 15};
+    run_scenario(&sc);
+}
+
+static void test_capacity_exact(void **state)
+{
+    (void)state;
+    scenario sc = {"capacity-exact", policy(0, 4, 0, 100, SEEN_IDS_STR, 128), 3000, 20, 600, 10,
+                   false, true, 16};
+    run_scenario(&sc);
+}
+
+static void test_capacity_window_approx(void **state)
+{
+    (void)state;
+    scenario sc = {"capacity-window-approx", policy(60000, 4, 0.01, 500, SEEN_IDS_STR, 16), 3000,
+                   60, 4000, 300, false, false, 17};
+    run_scenario(&sc);
+}
+
+static void test_no_window_approx(void **state)
+{
+    (void)state;
+    scenario sc = {"no-window-approx", policy(0, 4, 0.001, 0, SEEN_IDS_STR, 32), 3000, 500, 40000,
+                   100, false, false, 18};
+    run_scenario(&sc);
+}
+
+static void test_one_slice_and_many(void **state)
+{
+    (void)state;
+    scenario a = {"one-slice", policy(30000, 1, 0.01, 0, SEEN_IDS_INT, 16), 2000, 200, 8000, 400,
+                  true, false, 19};
+    run_scenario(&a);
+    scenario b = {"64-slices", policy(64000, 64, 0, 0, SEEN_IDS_STR, 64), 2000, 200, 4000, 300,
+                  true, true, 20};
+    run_scenario(&b);
+}
+
+/* --------------------------------------------------------- directed */
+
+static void test_window_edges(void **state)
+{
+    (void)state;
+    int64_t w = 90 * DAY;
+    seen_policy p = policy((uint64_t)w, 4, 0, 0, SEEN_IDS_INT, 128);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    uint64_t id = 42, other = 43;
+    size_t added;
+    assert_int_equal(seen_add_int(s, &id, 1, NULL, T0, &added), SEEN_OK);
+    assert_int_equal(added, 1);
+    uint8_t seen = 0;
+    assert_int_equal(seen_filter_int(s, &id, 1, T0 + w - 1, &seen), SEEN_OK);
+    assert_int_equal(seen, 1);
+    seen = 0;
+    int64_t l = (w + 3) / 4;
+    assert_int_equal(seen_filter_int(s, &id, 1, T0 + w + l, &seen), SEEN_OK);
+    assert_int_equal(seen, 0);
+    /* An item already older than the window is ignored. */
+    int64_t old = T0 + 10 * DAY - w - l;
+    assert_int_equal(seen_add_int(s, &other, 1, &old, T0 + 10 * DAY, &added), SEEN_OK);
+    assert_int_equal(added, 0);
+    seen = 0;
+    assert_int_equal(seen_filter_int(s, &other, 1, T0 + 10 * DAY, &seen), SEEN_OK);
+    assert_int_equal(seen, 0);
+    /* A late event lands in its own slice: seen until its own t + W. */
+    int64_t late = T0 + 10 * DAY - 80 * DAY;
+    assert_int_equal(seen_add_int(s, &other, 1, &late, T0 + 10 * DAY, &added), SEEN_OK);
+    assert_int_equal(added, 1);
+    seen = 0;
+    assert_int_equal(seen_filter_int(s, &other, 1, late + w - 1, &seen), SEEN_OK);
+    assert_int_equal(seen, 1);
+    seen = 0;
+    assert_int_equal(seen_filter_int(s, &other, 1, late + w + l, &seen), SEEN_OK);
+    assert_int_equal(seen, 0);
+    /* Expiry at a later time drops everything and frees the runs. */
+    assert_int_equal(seen_expire(s, T0 + 2 * w), SEEN_OK);
+    assert_int_equal(seen_count(s, T0 + 2 * w), 0);
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    seen_free(s);
+}
+
+static void test_idempotent(void **state)
+{
+    (void)state;
+    rng r = {test_seed("idempotent", 21)};
+    seen_policy p;
+    seen_policy_default(&p);
+    p.exact_limit = 16;
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    enum { N = 3000 };
+    uint64_t *ids = malloc(N * sizeof *ids);
+    for (size_t i = 0; i < N; i++)
+        ids[i] = rng_next(&r);
+    size_t added;
+    assert_int_equal(add_ids(s, ids, N, NULL, T0, &added), SEEN_OK);
+    assert_true(added >= N - 10 && added <= N);
+    uint64_t count = seen_count(s, T0);
+    for (int round = 0; round < 3; round++) {
+        assert_int_equal(add_ids(s, ids, N, NULL, T0 + round, &added), SEEN_OK);
+        assert_int_equal(added, 0);
+        assert_int_equal(seen_count(s, T0 + round), count);
+    }
+    for (size_t i = 0; i < N; i += 7) {
+        assert_int_equal(add_ids(s, &ids[i], 1, NULL, T0 + 5, &added), SEEN_OK);
+        assert_int_equal(added, 0);
+    }
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    free(ids);
+    seen_free(s);
+}
+
+/* Time-ordered load of n string items spread over the window. */
+static seen_set *load_spread(size_t n, double error, uint64_t seed, size_t batch, int64_t *now_out)
+{
+    seen_policy p = policy(90 * DAY, 4, error, 0, SEEN_IDS_STR, 128);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    int64_t w = 90 * DAY, start = T0 - w;
+    probe_items pi;
+    items_alloc(&pi, batch);
+    int64_t *at = malloc(batch * sizeof *at);
+    rng r = {seed};
+    for (size_t i = 0; i < n; i += batch) {
+        size_t k = n - i < batch ? n - i : batch;
+        for (size_t j = 0; j < k; j++) {
+            items_set(&pi, j, rng_next(&r));
+            at[j] = start + (int64_t)((double)w * (double)(i + j) / (double)n);
+        }
+        assert_int_equal(seen_add_str(s, pi.strs, k, at, at[k - 1], NULL), SEEN_OK);
+    }
+    *now_out = start + w;
+    items_free(&pi);
+    free(at);
+    return s;
+}
+
+static void measure_fpr(double error, size_t n)
+{
+    int64_t now;
+    seen_set *s = load_spread(n, error, 31, 1000, &now);
+    enum { M = 200000 };
+    probe_items pi;
+    items_alloc(&pi, M);
+    rng r = {32};
+    for (size_t i = 0; i < M; i++)
+        items_set(&pi, i, rng_next(&r) | (UINT64_C(1) << 63));
+    uint8_t *seen = calloc(M, 1);
+    assert_int_equal(seen_filter_str(s, pi.strs, M, now, seen), SEEN_OK);
+    size_t fp = 0;
+    for (size_t i = 0; i < M; i++)
+        fp += seen[i];
+    double rate = (double)fp / M;
+    fprintf(stderr, "[stat] fpr: error %.4f, %zu items: %.6f on %d fresh (bound estimate %.6f)\n",
+            error, n, rate, M, seen_fpr_estimate(s));
+    assert_true(rate <= 1.2 * error);
+    assert_true(seen_fpr_estimate(s) <= error);
+    free(seen);
+    items_free(&pi);
+    seen_free(s);
+}
+
+static void test_false_positive_rate(void **state)
+{
+    (void)state;
+    measure_fpr(0.001, 100000);
+    measure_fpr(0.01, 100000);
+    measure_fpr(0.001, 20000);
+}
+
+static void test_bits_per_item(void **state)
+{
+    (void)state;
+    size_t sizes[] = {10000, 100000};
+    for (size_t k = 0; k < 2; k++) {
+        int64_t now;
+        seen_set *s = load_spread(sizes[k], 0.001, 41 + k, 100, &now);
+        double bits = (double)seen_bytes(s) * 8.0 / (double)sizes[k];
+        fprintf(stderr, "[stat] %zu items, error 0.001, 90d/4 slices: %.3f bits per item\n",
+                sizes[k], bits);
+        assert_true(bits <= 14.0);
+        /* No false negatives across the load. */
+        assert_int_equal(seen__set_check(s), SEEN_OK);
+        seen_free(s);
+    }
+}
+
+static void test_int_ids_compact(void **state)
+{
+    (void)state;
+    rng r = {test_seed("int-ids", 51)};
+    seen_policy p = policy(0, 1, 0, 0, SEEN_IDS_INT, 128);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    uint64_t ids[300];
+    for (size_t i = 0; i < 300; i++)
+        ids[i] = 2700000 + rng_below(&r, 400000);
+    for (size_t i = 0; i < 300; i += 20)
+        assert_int_equal(seen_add_int(s, &ids[i], 20, NULL, T0 + (int64_t)i, NULL), SEEN_OK);
+    assert_int_equal(seen_expire(s, T0 + 1000), SEEN_OK);
+    seen_run_info ri[8];
+    size_t nr = seen_runs(s, ri, 8);
+    uint64_t payload = 0;
+    for (size_t i = 0; i < nr; i++)
+        payload += ri[i].bytes;
+    fprintf(stderr, "[stat] 300 ints in [2.7M, 3.1M): %llu bytes of payload, %zu total\n",
+            (unsigned long long)payload, seen_bytes(s));
+    assert_true(payload <= 500);
+    /* Exact: nothing else in the range is seen. */
+    uint64_t probe[4000];
+    uint8_t seen[4000];
+    for (size_t i = 0; i < 4000; i++)
+        probe[i] = 2700000 + i * 100 + 1;
+    memset(seen, 0, sizeof seen);
+    assert_int_equal(seen_filter_int(s, probe, 4000, T0 + 1000, seen), SEEN_OK);
+    for (size_t i = 0; i < 4000; i++) {
+        bool added = false;
+        for (size_t j = 0; j < 300; j++)
+            added |= ids[j] == probe[i];
+        assert_int_equal(seen[i], added);
+    }
+    seen_free(s);
+}
+
+static void test_errors_change_nothing(void **state)
+{
+    (void)state;
+    seen_policy p;
+    seen_policy_default(&p);
+    seen_policy bad = p;
+    bad.slices = 0;
+    seen_set *s = NULL;
+    assert_int_equal(seen_create(&bad, &s), SEEN_ERR_SLICES);
+    bad = p;
+    bad.error = 0.5;
+    assert_int_equal(seen_create(&bad, &s), SEEN_ERR_ERROR_RATE);
+    bad.error = NAN;
+    assert_int_equal(seen_policy_check(&bad), SEEN_ERR_ERROR_RATE);
+    bad = p;
+    bad.window_ms = 3; /* shorter than 4 slices */
+    assert_int_equal(seen_policy_check(&bad), SEEN_ERR_WINDOW);
+    bad = p;
+    bad.ids = (seen_ids)7;
+    assert_int_equal(seen_policy_check(&bad), SEEN_ERR_IDS);
+    bad = p;
+    bad.capacity = SEEN_MAX_CAPACITY + 1;
+    assert_int_equal(seen_policy_check(&bad), SEEN_ERR_CAPACITY);
+    assert_true(s == NULL);
+
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    uint64_t ids[50];
+    for (size_t i = 0; i < 50; i++)
+        ids[i] = i * 7919;
+    assert_int_equal(add_ids(s, ids, 50, NULL, T0, NULL), SEEN_OK);
+    size_t len;
+    uint8_t *before = snapshot(s, &len);
+    seen_str empty = {"", 0};
+    char big[SEEN_MAX_ITEM_LEN + 1];
+    memset(big, 'x', sizeof big);
+    seen_str too_long = {big, sizeof big};
+    seen_str ok = {"fine", 4};
+    seen_str mixed[3] = {ok, too_long, ok};
+    assert_int_equal(seen_add_str(s, &empty, 1, NULL, T0, NULL), SEEN_ERR_ITEM_LEN);
+    assert_int_equal(seen_add_str(s, mixed, 3, NULL, T0, NULL), SEEN_ERR_ITEM_LEN);
+    assert_int_equal(seen_add_str(s, &ok, SEEN_MAX_BATCH + 1, NULL, T0, NULL), SEEN_ERR_BATCH);
+    uint64_t one = 1;
+    assert_int_equal(seen_add_int(s, &one, 1, NULL, T0, NULL), SEEN_ERR_IDS);
+    int64_t bad_time = -1;
+    assert_int_equal(seen_add_str(s, &ok, 1, &bad_time, T0, NULL), SEEN_ERR_TIME);
+    assert_int_equal(seen_add_str(s, &ok, 1, NULL, SEEN_MAX_TIME_MS + 1, NULL), SEEN_ERR_TIME);
+    assert_int_equal(seen_remove_str(s, &too_long, 1, T0, NULL), SEEN_ERR_ITEM_LEN);
+    assert_int_equal(seen_add_str(NULL, &ok, 1, NULL, T0, NULL), SEEN_ERR_ARG);
+    uint8_t flag;
+    assert_int_equal(seen_filter_str(s, &too_long, 1, T0, &flag), SEEN_ERR_ITEM_LEN);
+    assert_int_equal(seen_filter_int(s, &one, 1, T0, &flag), SEEN_ERR_IDS);
+    assert_int_equal(seen_serialize(s, before, len - 1, NULL), SEEN_ERR_BUFFER);
+    assert_unchanged(s, before, len);
+    for (int e = 0; e <= SEEN_ERR__COUNT; e++)
+        assert_non_null(seen_strerror((seen_err)e));
+    free(before);
+    seen_free(s);
+}
+
+static void test_removal_approximate(void **state)
+{
+    (void)state;
+    /* Removing an item forgets its fingerprint: it is no longer seen, and
+     * other items are affected only through fingerprint collisions. */
+    rng r = {test_seed("removal-approx", 61)};
+    seen_policy p = policy(90 * DAY, 4, 0.01, 0, SEEN_IDS_STR, 16);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    enum { N = 20000, R = 2000 };
+    uint64_t *ids = malloc(N * sizeof *ids);
+    for (size_t i = 0; i < N; i++)
+        ids[i] = rng_next(&r);
+    assert_int_equal(add_ids(s, ids, N, NULL, T0, NULL), SEEN_OK);
+    size_t removed;
+    assert_int_equal(remove_ids(s, ids, R, T0 + 1, &removed), SEEN_OK);
+    assert_int_equal(removed, R);
+    uint8_t *seen = malloc(N);
+    assert_int_equal(filter_ids(s, ids, N, T0 + 1, seen), SEEN_OK);
+    size_t still = 0, lost = 0;
+    for (size_t i = 0; i < R; i++)
+        still += seen[i];
+    for (size_t i = R; i < N; i++)
+        lost += !seen[i];
+    fprintf(stderr, "[stat] removal: %zu of %d removed still seen, %zu of %d others lost\n", still,
+            R, lost, N - R);
+    assert_true(still <= R * 0.05);
+    assert_true(lost <= (N - R) * 0.01);
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    free(ids);
+    free(seen);
+    seen_free(s);
+}
+
+/* ------------------------------------------------- allocation failures */
+
+typedef enum op_kind { OP_ADD_ONE, OP_ADD_BATCH, OP_FILTER, OP_REMOVE, OP_EXPIRE, OP_COPY, OP_LOAD, OP__N } op_kind;
+
+/* Run one operation; the set must be unchanged whenever it fails. */
+static seen_err run_op(op_kind k, seen_set **s, uint64_t base, int64_t now)
+{
+    uint64_t ids[700];
+    for (size_t i = 0; i < 700; i++)
+        ids[i] = base + i;
+    uint8_t seen[700];
+    switch (k) {
+    case OP_ADD_ONE: return add_ids(*s, ids, 1, NULL, now, NULL);
+    case OP_ADD_BATCH: return add_ids(*s, ids, 700, NULL, now, NULL);
+    case OP_FILTER: return filter_ids(*s, ids, 700, now, seen);
+    case OP_REMOVE: return remove_ids(*s, ids + 3, 5, now, NULL);
+    case OP_EXPIRE: return seen_expire(*s, now);
+    case OP_COPY: {
+        seen_set *c = NULL;
+        seen_err e = seen_copy(*s, &c);
+        seen_free(c);
+        return e;
+    }
+    case OP_LOAD: {
+        size_t len = seen_serialized_size(*s);
+        uint8_t *b = malloc(len);
+        size_t w;
+        seen_serialize(*s, b, len, &w);
+        seen_set *t = NULL;
+        seen_err e = seen_deserialize(b, len, &t);
+        seen_free(t);
+        free(b);
+        return e;
+    }
+    default: return SEEN_ERR_ARG;
+    }
+}
+
+static void test_allocation_failures(void **state)
+{
+    (void)state;
+    alloc_install();
+    seen_policy pols[3];
+    pols[0] = policy(60000, 4, 0.01, 0, SEEN_IDS_STR, 16);
+    pols[1] = policy(0, 4, 0, 300, SEEN_IDS_INT, 128);
+    pols[2] = policy(60000, 3, 0.001, 2000, SEEN_IDS_INT, 32);
+    for (size_t pi = 0; pi < 3; pi++) {
+        alloc_reset(-1);
+        seen_set *s;
+        assert_int_equal(seen_create(&pols[pi], &s), SEEN_OK);
+        int64_t now = T0;
+        for (int round = 0; round < 12; round++) {
+            for (int k = 0; k < OP__N; k++) {
+                now += 2500; /* slices end, items expire, runs get purged */
+                size_t len;
+                uint8_t *before = snapshot(s, &len);
+                long baseline = g_alloc.live;
+                long n = 0;
+                for (;; n++) {
+                    alloc_reset(n);
+                    seen_err e = run_op((op_kind)k, &s, (uint64_t)round * 1000, now);
+                    alloc_reset(-1);
+                    if (e == SEEN_OK)
+                        break;
+                    assert_int_equal(e, SEEN_ERR_NOMEM);
+                    assert_int_equal(g_alloc.live, baseline); /* nothing leaked */
+                    assert_unchanged(s, before, len);
+                    assert_int_equal(seen__set_check(s), SEEN_OK);
+                    assert_true(n < 100000);
+                }
+                free(before);
+                assert_int_equal(seen__set_check(s), SEEN_OK);
+            }
+        }
+        seen_free(s);
+        assert_int_equal(g_alloc.live, 0);
+    }
+    /* Creation itself. */
+    alloc_reset(0);
+    seen_set *s = NULL;
+    assert_int_equal(seen_create(&pols[0], &s), SEEN_ERR_NOMEM);
+    alloc_reset(-1);
+    assert_int_equal(g_alloc.live, 0);
+    seen_set_allocator(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exact_str_window),
+        cmocka_unit_test(test_exact_int_late),
+        cmocka_unit_test(test_approx_str_window),
+        cmocka_unit_test(test_approx_str_late),
+        cmocka_unit_test(test_approx_int),
+        cmocka_unit_test(test_capacity_exact),
+        cmocka_unit_test(test_capacity_window_approx),
+        cmocka_unit_test(test_no_window_approx),
+        cmocka_unit_test(test_one_slice_and_many),
+        cmocka_unit_test(test_window_edges),
+        cmocka_unit_test(test_idempotent),
+        cmocka_unit_test(test_false_positive_rate),
+        cmocka_unit_test(test_bits_per_item),
+        cmocka_unit_test(test_int_ids_compact),
+        cmocka_unit_test(test_errors_change_nothing),
+        cmocka_unit_test(test_removal_approximate),
+        cmocka_unit_test(test_allocation_failures),
+    };
+    return cmocka_run_group_tests_name("seen sets against the model", tests, NULL, NULL);
+}

@@ -1,0 +1,253 @@
+/*
+ * testutil.c — the shared test helpers (see testutil.h).  The model is
+ * deliberately naive: a hash table of items with the times of their
+ * additions, and the guarantees of include/seen.h written out literally.
+ */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t rng_next(rng *r)
+{
+    /* splitmix64 */
+    uint64_t z = (r->s += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+uint64_t rng_below(rng *r, uint64_t n) { return n ? rng_next(r) % n : 0; }
+
+uint64_t test_seed(const char *test, uint64_t fallback)
+{
+    const char *e = getenv("SEEN_TEST_SEED");
+    uint64_t seed = e ? strtoull(e, NULL, 0) : fallback;
+    fprintf(stderr, "[seed] %s: SEEN_TEST_SEED=%llu\n", test, (unsigned long long)seed);
+    return seed;
+}
+
+void make_str(str_item *it, uint64_t id)
+{
+    /* Mix the id so neighbouring ids give unrelated strings. */
+    uint64_t x = id * UINT64_C(0x9e3779b97f4a7c15) + 0x1234;
+    snprintf(it->buf, sizeof it->buf, "%016llx%08llx", (unsigned long long)x,
+             (unsigned long long)(id & 0xffffffff));
+    it->s.ptr = it->buf;
+    it->s.len = 24;
+}
+
+/* ---------------------------------------------------------------- alloc */
+
+alloc_stats g_alloc = {-1, 0, 0, 0};
+
+static bool may_allocate(void)
+{
+    g_alloc.calls++;
+    if (g_alloc.fail_after >= 0 && g_alloc.calls > g_alloc.fail_after) {
+        g_alloc.failures++;
+        return false;
+    }
+    return true;
+}
+
+static void *t_malloc(size_t n)
+{
+    if (!may_allocate())
+        return NULL;
+    void *p = malloc(n);
+    if (p)
+        g_alloc.live++;
+    return p;
+}
+
+static void *t_realloc(void *p, size_t n)
+{
+    if (!may_allocate())
+        return NULL;
+    void *q = realloc(p, n);
+    if (q && !p)
+        g_alloc.live++;
+    return q;
+}
+
+static void t_free(void *p)
+{
+    if (p) {
+        g_alloc.live--;
+        free(p);
+    }
+}
+
+void alloc_install(void)
+{
+    static const seen_allocator a = {t_malloc, t_realloc, t_free, NULL};
+    seen_set_allocator(&a);
+}
+
+void alloc_reset(long fail_after)
+{
+    g_alloc.fail_after = fail_after;
+    g_alloc.calls = 0;
+    g_alloc.failures = 0;
+}
+
+/* ---------------------------------------------------------------- model */
+
+static size_t slot(const model *m, uint64_t id)
+{
+    size_t i = (size_t)((id * UINT64_C(0x9e3779b97f4a7c15)) >> 20) & (m->cap - 1);
+    while (m->items[i].used && m->items[i].id != id)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+void model_init(model *m, const seen_policy *p)
+{
+    memset(m, 0, sizeof *m);
+    m->p = *p;
+    m->slice_ms = p->window_ms ? (int64_t)((p->window_ms + p->slices - 1) / p->slices) : 0;
+    m->cap = 1024;
+    m->items = calloc(m->cap, sizeof *m->items);
+}
+
+void model_free(model *m)
+{
+    free(m->items);
+    memset(m, 0, sizeof *m);
+}
+
+static void grow(model *m)
+{
+    model_item *old = m->items;
+    size_t oldcap = m->cap;
+    m->cap *= 2;
+    m->items = calloc(m->cap, sizeof *m->items);
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].used)
+            m->items[slot(m, old[i].id)] = old[i];
+    free(old);
+}
+
+model_item *model_find(const model *m, uint64_t id)
+{
+    size_t i = slot(m, id);
+    return m->items[i].used ? &m->items[i] : NULL;
+}
+
+void model_add(model *m, uint64_t id, int64_t t, int64_t now)
+{
+    int64_t w = (int64_t)m->p.window_ms;
+    /* Stored surely if t + W > now (its slice outlives now); maybe up to
+     * t + W + L; never beyond. */
+    bool sure = w == 0 || t + w > now;
+    bool maybe = w == 0 || t + w + m->slice_ms > now;
+    if (!maybe)
+        return;
+    if ((m->n + 1) * 2 > m->cap)
+        grow(m);
+    size_t i = slot(m, id);
+    model_item *it = &m->items[i];
+    if (!it->used) {
+        memset(it, 0, sizeof *it);
+        it->used = true;
+        it->id = id;
+        it->t_sure = -1;
+        it->t_maybe = -1;
+        m->n++;
+    }
+    uint64_t arrival = ++m->seq;
+    if (sure && t > it->t_sure)
+        it->t_sure = t;
+    if (t >= it->t_maybe) {
+        it->t_maybe = t;
+        it->seq = arrival;
+    }
+    it->seq_hi = arrival;
+}
+
+void model_remove(model *m, uint64_t id)
+{
+    model_item *it = model_find(m, id);
+    if (it) {
+        it->t_sure = -1;
+        it->t_maybe = -1;
+    }
+}
+
+/*
+ * The set orders items for its capacity by (time slice, arrival); the model
+ * knows times, not slice boundaries, which lie within slice_ms of a time.
+ * So y may be newer than x if it is later in time, or close in time and
+ * arrived later; it surely is if a whole slice later, or not earlier and
+ * arrived later.  (Without a window every item is in one slice.)
+ */
+static bool maybe_newer(const model *m, const model_item *y, const model_item *x)
+{
+    if (m->slice_ms == 0)
+        return y->seq_hi > x->seq;
+    return y->t_maybe > x->t_maybe || (y->t_maybe > x->t_maybe - m->slice_ms && y->seq_hi > x->seq);
+}
+
+static bool surely_newer(const model *m, const model_item *y, const model_item *x)
+{
+    if (m->slice_ms == 0)
+        return y->seq > x->seq_hi;
+    return y->t_maybe >= x->t_maybe + m->slice_ms || (y->t_maybe >= x->t_maybe && y->seq > x->seq_hi);
+}
+
+size_t model_rank_newer(const model *m, const model_item *it, int64_t q)
+{
+    size_t newer = 0;
+    int64_t w = (int64_t)m->p.window_ms;
+    for (size_t i = 0; i < m->cap; i++) {
+        const model_item *o = &m->items[i];
+        if (!o->used || o == it || o->t_maybe < 0)
+            continue;
+        if (w && o->t_maybe + w + m->slice_ms <= q)
+            continue; /* surely forgotten: no longer counts */
+        newer += maybe_newer(m, o, it);
+    }
+    return newer;
+}
+
+size_t model_surely_newer(const model *m, const model_item *it, int64_t q)
+{
+    size_t newer = 0;
+    int64_t w = (int64_t)m->p.window_ms;
+    for (size_t i = 0; i < m->cap; i++) {
+        const model_item *o = &m->items[i];
+        if (!o->used || o == it || o->t_sure < 0 || o->t_sure != o->t_maybe)
+            continue;
+        if (w && o->t_sure + w <= q)
+            continue; /* may be forgotten: may no longer count */
+        newer += surely_newer(m, o, it);
+    }
+    return newer;
+}
+
+expect model_expect(const model *m, uint64_t id, int64_t q)
+{
+    const model_item *it = model_find(m, id);
+    if (it == NULL || it->t_maybe < 0)
+        return MUST_NOT_SEE;
+    int64_t w = (int64_t)m->p.window_ms;
+    expect e;
+    if (w == 0)
+        e = it->t_sure >= 0 ? MUST_SEE : EITHER;
+    else if (it->t_sure >= 0 && q < it->t_sure + w)
+        e = MUST_SEE;
+    else if (q >= it->t_maybe + w + m->slice_ms)
+        e = MUST_NOT_SEE;
+    else
+        e = EITHER;
+    if (m->p.capacity && e != MUST_NOT_SEE) {
+        uint64_t step = (m->p.capacity + m->p.slices - 1) / m->p.slices;
+        if (model_surely_newer(m, it, q) >= m->p.capacity + step)
+            e = MUST_NOT_SEE;
+        else if (e == MUST_SEE && model_rank_newer(m, it, q) >= m->p.capacity)
+            e = EITHER;
+    }
+    return e;
+}
