@@ -103,3 +103,11 @@ fuzz-corpus: $(BUILD)/tests/make_corpus
 	$(BUILD)/tests/make_corpus tests/fuzz/corpus
 
 test: test-unit test-fuzz
+
+# --------------------------------------------------------------- benchmarks
+$(BUILD)/bench/bench_core: bench/bench_core.c $(BUILD)/libseen.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) -Wall -Wextra -Werror $(DEFS) -O2 -g -Iinclude $< $(BUILD)/libseen.a -lm -o $@
+
+bench-core: $(BUILD)/bench/bench_core
+	$(BUILD)/bench/bench_core

@@ -104,7 +104,7 @@ static void write_all(const seen_set *s, wbuf *w)
     put_u32(w, p->exact_limit);
     put_u64(w, (uint64_t)s->origin);
     put_u64(w, (uint64_t)s->clock);
-    put_u64(w, s->c_ref);
+    put_u64(w, s->plan_c);
     put_u64(w, s->hwm);
     put_u64(w, (uint64_t)s->hwm_clock);
     put_u32(w, s->next_seg_id);
@@ -301,7 +301,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
     p->exact_limit = get_u32(rb);
     s->origin = (int64_t)get_u64(rb);
     s->clock = (int64_t)get_u64(rb);
-    s->c_ref = get_u64(rb);
+    s->plan_c = get_u64(rb);
     s->hwm = get_u64(rb);
     s->hwm_clock = (int64_t)get_u64(rb);
     s->next_seg_id = get_u32(rb);
@@ -310,13 +310,14 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
     if (rb->short_read)
         return SEEN_ERR_FORMAT_TRUNCATED;
     if (ids > 1 || !seen__set_derive(s) || s->has_origin > 1 || !time_ok(s->origin) ||
-        !time_ok(s->clock) || !time_ok(s->hwm_clock) || s->hwm > (UINT64_C(1) << 40))
+        !time_ok(s->clock) || !time_ok(s->hwm_clock) || s->hwm > (UINT64_C(1) << 40) ||
+        s->next_seg_id > SEEN_SEG_ID_LIMIT || (s->has_origin && s->origin > s->clock))
         return CORRUPT;
     if (nsegs > SEEN_MAX_SEGMENTS || nruns > MAX_RUNS || head_n > MAX_HEAD)
         return CORRUPT;
     if (!s->has_origin && (nsegs || nruns || head_n))
         return CORRUPT;
-    if ((s->budget == 0 && s->c_ref != 0) || s->c_ref > s->budget)
+    if ((s->budget == 0 && s->plan_c != 0) || s->plan_c > s->budget)
         return CORRUPT;
     /* Fixed-size parts must fit in what is left before allocating. */
     if ((uint64_t)nsegs * SEGMENT_BYTES + (uint64_t)head_n * HEAD_ENTRY_BYTES +
@@ -382,7 +383,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
         if (s->runs == NULL)
             return SEEN_ERR_NOMEM;
     }
-    unsigned __int128 mass = head_n;
+    unsigned __int128 mass = 0; /* of fingerprints: runs with c > 1 */
     for (uint32_t i = 0; i < nruns; i++) {
         seen__run r;
         memset(&r, 0, sizeof r);
@@ -401,7 +402,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
         r.w_items = get_u8(rb);
         if (rb->short_read)
             return SEEN_ERR_FORMAT_TRUNCATED;
-        if (r.c == 0 || (s->budget == 0 && r.c != 1) || r.n == 0 || r.nsegs == 0 ||
+        if (r.c == 0 || ((s->budget == 0 || s->plan_c == 0) && r.c != 1) || r.n == 0 || r.nsegs == 0 ||
             r.nsegs > SEEN_MAX_SEGMENTS || r.code_bits > (UINT64_C(1) << 58) ||
             r.nbuckets == 0 || r.nbuckets > r.n || r.w_bits > 62 || r.w_items > 40)
             return CORRUPT;
@@ -434,7 +435,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
         seen_err err = seen__run_validate(&s->runs[i]);
         if (err != SEEN_OK)
             return err;
-        mass += (unsigned __int128)r.n * r.c;
+        mass += r.c > 1 ? (unsigned __int128)r.n * r.c : 0;
     }
     if (rb->pos != rb->len)
         return CORRUPT; /* trailing bytes */

@@ -29,6 +29,10 @@
  * that grows a little past its plan need not take much finer fingerprints. */
 #define SEEN_BUDGET_RESERVE (1.0 / 64.0)
 
+/* The plan divisor moves only when the planned size moves by more than
+ * this fraction, so runs keep sharing a divisor and can merge. */
+#define SEEN_PLAN_HYSTERESIS 0.10
+
 /* Sets younger than one slice, with a window, stay exact up to this many
  * items: the plan for their fingerprints is only trustworthy once one full
  * slice of history shows the user's rate. */
@@ -42,6 +46,9 @@
 /* Sets up to this many stored items keep a single run: rewriting it whole
  * on each merge is cheap, and one run avoids the cost of a split. */
 #define SEEN_SINGLE_RUN_MAX 1024u
+
+/* Segment ids count up; past this a write renumbers them from 0. */
+#define SEEN_SEG_ID_LIMIT (UINT32_C(1) << 31)
 
 /* Upper bound on live segments (slices x count segments). */
 #define SEEN_MAX_SEGMENTS 4096u
@@ -301,7 +308,7 @@ struct seen_set {
     uint64_t budget;     /* floor(error * 2^64): bound on sum(n * c) */
     int64_t origin;      /* slice 0 starts here (the first item's time) */
     int64_t clock;       /* latest `now` of any write */
-    uint64_t c_ref;      /* divisors of compact runs are c_ref * 2^j */
+    uint64_t plan_c;     /* divisor new compact runs are planned with; 0: exact */
     uint64_t hwm;        /* most items held recently: the planning size */
     int64_t hwm_clock;
     uint32_t next_seg_id;

@@ -22,8 +22,7 @@
  * and young sets keep c = 1 (exact keys).  Once compact, each new run gets
  * the largest divisor that leaves room for the items the set is expected to
  * hold (its recent high-water mark, or a projection of its rate over the
- * window while it is younger than one window).  Divisors are c_ref * 2^j so
- * a finer run can later be coarsened to merge with a coarser one.
+ * window while it is younger than one window); see "planning" below.
  *
  * Forgetting.  Slice k covers [origin + k*L, origin + (k+1)*L) with
  * L = ceil(window / slices) and is forgotten from origin + (k+1)*L + window:
@@ -223,11 +222,13 @@ seen_err seen_copy(const seen_set *s, seen_set **out)
         c->nsegs = s->nsegs;
     }
     if (s->head_n) {
-        if (!head_alloc(&c->head_keys, &c->head_segs, s->head_n))
+        uint32_t cap = seen__head_cap_for(s->head_n);
+        if (!head_alloc(&c->head_keys, &c->head_segs, cap))
             goto fail;
         memcpy(c->head_keys, s->head_keys, s->head_n * sizeof(uint64_t));
         memcpy(c->head_segs, s->head_segs, s->head_n * sizeof(uint32_t));
-        c->head_n = c->head_cap = s->head_n;
+        c->head_n = s->head_n;
+        c->head_cap = cap;
     }
     if (s->nruns) {
         c->runs = seen__calloc(s->nruns, sizeof *c->runs);
@@ -574,7 +575,7 @@ typedef struct next_state {
     seen__run *runs;    /* NULL: runs unchanged */
     uint32_t nruns;
     int64_t clock, origin;
-    uint64_t c_ref, hwm;
+    uint64_t plan_c, hwm;
     int64_t hwm_clock;
     uint32_t next_seg_id;
     uint8_t has_origin;
@@ -605,7 +606,7 @@ static seen_err next_begin(const seen_set *s, next_state *ns, int64_t now, size_
     ns->clock = now > s->clock ? now : s->clock;
     ns->origin = s->origin;
     ns->has_origin = s->has_origin;
-    ns->c_ref = s->c_ref;
+    ns->plan_c = s->plan_c;
     ns->hwm = s->hwm;
     ns->hwm_clock = s->hwm_clock;
     ns->next_seg_id = s->next_seg_id;
@@ -771,17 +772,6 @@ static void apply_capacity(const seen_set *s, next_state *ns)
 }
 
 /* --------------------------------------------------------------- merging */
-
-/* Sum of n * c over runs (optionally skipping some) plus head items: the
- * false-positive mass, in units of 2^-64. */
-static unsigned __int128 runs_usage(const seen__run *runs, uint32_t nruns, const bool *skip)
-{
-    unsigned __int128 u = 0;
-    for (uint32_t i = 0; i < nruns; i++)
-        if (skip == NULL || !skip[i])
-            u += (unsigned __int128)runs[i].n * runs[i].c;
-    return u;
-}
 
 static unsigned __int128 budget_of(const seen_set *s)
 {
@@ -1090,22 +1080,17 @@ done:
 
 /* ------------------------------------------------------------- planning */
 
-/* Largest c_ref * 2^j (j may be negative while c_ref stays whole) <= x,
- * or 0 if there is none. */
-static uint64_t lattice_floor(uint64_t c_ref, uint64_t x)
-{
-    if (x == 0 || c_ref == 0)
-        return 0;
-    if (c_ref <= x) {
-        unsigned j = seen__bitlen(x / c_ref) - 1;
-        return c_ref << j;
-    }
-    unsigned tz = (unsigned)__builtin_ctzll(c_ref);
-    for (unsigned j = 1; j <= tz; j++)
-        if ((c_ref >> j) <= x)
-            return c_ref >> j;
-    return 0;
-}
+/*
+ * The plan.  A compact set plans its fingerprints for T items (its recent
+ * high-water mark, or a projection while it is younger than a window): the
+ * plan divisor is error * 2^64 * (1 - reserve) / T, kept with 24
+ * significant bits so it halves exactly.  New runs use plan / 2^j, the
+ * coarsest that fits the budget left, and runs merge only at equal
+ * divisors; a run squeezed finer while the set outgrew its plan is
+ * coarsened back by powers of two once expiry frees budget.  The plan moves
+ * only when T moves by more than SEEN_PLAN_HYSTERESIS, so runs keep
+ * sharing a divisor; runs from an older plan simply age out.
+ */
 
 /* Keep 24 significant bits, so the divisor can later be halved exactly. */
 static uint64_t mantissa_round(uint64_t x)
@@ -1118,7 +1103,7 @@ static bool next_exact_phase(const seen_set *s, const next_state *ns, uint64_t l
 {
     if (s->budget == 0)
         return true;
-    if (ns->c_ref != 0)
+    if (ns->plan_c != 0)
         return false;
     if (live <= s->policy.exact_limit)
         return true;
@@ -1153,7 +1138,7 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
     return t ? t : 1;
 }
 
-static uint64_t plan_divisor(const seen_set *s, uint64_t target)
+static uint64_t ideal_divisor(const seen_set *s, uint64_t target)
 {
     double c = ldexp(s->policy.error, 64) * (1.0 - SEEN_BUDGET_RESERVE) / (double)target;
     if (c < 1.0)
@@ -1163,7 +1148,45 @@ static uint64_t plan_divisor(const seen_set *s, uint64_t target)
     return (uint64_t)c;
 }
 
-/* Does any live... does run r name a segment that is dead in ns? */
+/* The first plan fits the target exactly (a loaded history is planned for
+ * what it holds).  Later, re-plan as soon as the target outgrows what the
+ * plan holds, or once it falls well below it; a re-plan leaves half the
+ * hysteresis as headroom so that peaks recurring at about the same height
+ * do not re-plan again. */
+static void replan(const seen_set *s, next_state *ns, uint64_t target)
+{
+    if (ns->plan_c == 0) {
+        ns->plan_c = mantissa_round(ideal_divisor(s, target));
+        return;
+    }
+    double holds = ldexp(s->policy.error, 64) * (1.0 - SEEN_BUDGET_RESERVE) / (double)ns->plan_c;
+    if ((double)target > holds || (double)target * (1.0 + SEEN_PLAN_HYSTERESIS) < holds) {
+        double with_room = (double)target * (1.0 + SEEN_PLAN_HYSTERESIS / 2);
+        ns->plan_c = mantissa_round(ideal_divisor(s, with_room > 1e18 ? UINT64_C(1000000000000000000) : (uint64_t)with_room));
+    }
+}
+
+/* The coarsest plan / 2^j (j >= 0) with n * c <= room; 1 if none. */
+static uint64_t fitting_divisor(uint64_t plan, unsigned __int128 room, uint64_t n)
+{
+    uint64_t c = plan;
+    while (c > 1 && (unsigned __int128)n * c > room) {
+        if (c & 1)
+            return 1; /* cannot halve exactly: exact keys */
+        c >>= 1;
+    }
+    return c;
+}
+
+static bool pow2_multiple(uint64_t small, uint64_t big)
+{
+    if (small == 0 || big < small || big % small)
+        return false;
+    uint64_t k = big / small;
+    return (k & (k - 1)) == 0;
+}
+
+/* Does run r name a segment that is dead in ns? */
 static bool run_has_dead(const seen_set *s, const next_state *ns, const seen__run *r)
 {
     const uint32_t *ids = seen__run_segs(r);
@@ -1193,12 +1216,11 @@ static bool run_is_sealed(const seen_set *s, const next_state *ns, const seen__r
     return true;
 }
 
-static bool divides(uint64_t a, uint64_t b) { return a != 0 && b % a == 0; }
-
 /* A working copy of the run list that flush edits. */
+#define RUNLIST_MAX 72
 typedef struct runlist {
-    seen__run r[72];
-    bool created[72]; /* built by this write (owned until commit) */
+    seen__run r[RUNLIST_MAX];
+    bool created[RUNLIST_MAX]; /* built by this write (owned until commit) */
     uint32_t n;
 } runlist;
 
@@ -1225,9 +1247,29 @@ static void runlist_replace(runlist *rl, uint32_t a, uint32_t b, const seen__run
     }
 }
 
-/* Fold the last run into the one before it, if their divisors are
- * compatible and the budget allows the coarser one for both.  *done tells
- * whether it happened. */
+/* The budget governs fingerprints: runs with c > 1.  Exact keys (c = 1)
+ * collide only as 64-bit hashes do, which the error bound does not cover
+ * (docs/DESIGN.md), so storing an item exactly always fits. */
+static unsigned __int128 run_mass(const seen__run *r)
+{
+    return r->c > 1 ? (unsigned __int128)r->n * r->c : 0;
+}
+
+static unsigned __int128 usage_except(const runlist *rl, uint32_t a, uint32_t b)
+{
+    unsigned __int128 u = 0;
+    for (uint32_t i = 0; i < rl->n; i++)
+        if (i < a || i >= b)
+            u += run_mass(&rl->r[i]);
+    return u;
+}
+
+/*
+ * Fold the last run into the one before it (with the chosen part of the
+ * head): only at a common divisor — the coarser of the two, if the finer
+ * reaches it by doubling, the result is no coarser than the plan allows,
+ * and the budget holds.  *done tells whether it happened.
+ */
 static seen_err fold_last(const seen_set *s, next_state *ns, runlist *rl, head_part head,
                           bool *done)
 {
@@ -1235,12 +1277,13 @@ static seen_err fold_last(const seen_set *s, next_state *ns, runlist *rl, head_p
     uint32_t a = rl->n - 2, b = rl->n - 1;
     seen__run *p = &rl->r[a], *d = &rl->r[b];
     uint64_t c = p->c > d->c ? p->c : d->c;
-    if (!divides(p->c, c) || !divides(d->c, c))
+    uint64_t lo = p->c < d->c ? p->c : d->c;
+    if (!pow2_multiple(lo, c))
         return SEEN_OK;
-    bool skip[72] = {false};
-    skip[a] = skip[b] = true;
-    unsigned __int128 u = runs_usage(rl->r, rl->n, skip);
-    if (u + (unsigned __int128)(p->n + d->n + (head != HEAD_NONE ? ns->hn : 0)) * c > budget_of(s))
+    if (lo != c && ns->plan_c && (double)c > (double)ns->plan_c * (1.0 + SEEN_PLAN_HYSTERESIS))
+        return SEEN_OK; /* would coarsen items past the plan */
+    uint64_t n = (uint64_t)p->n + d->n + (head != HEAD_NONE ? ns->hn : 0);
+    if (c > 1 && usage_except(rl, a, b + 1) + (unsigned __int128)n * c > budget_of(s))
         return SEEN_OK;
     const seen__run *in[2] = {p, d};
     seen__run nr;
@@ -1281,25 +1324,35 @@ static uint64_t expected_arrivals(const seen_set *s, const next_state *ns, uint6
 /*
  * Merge the head into the runs and tidy them, in this order: purge items of
  * dead segments (so budget checks see what is really held); leave the exact
- * phase if it is over; fold a recent run whose slice has ended into main;
- * merge the head into the recent run or start a new one; fold a recent run
- * that has grown as large as main.  Builds the new run array in ns and
- * changes nothing in s.
+ * phase if it is over, or re-plan; fold a recent run whose slice has ended
+ * into main; merge the head into the recent run or start a new one; fold a
+ * recent run that has grown as large as main; coarsen runs that were
+ * squeezed finer than the plan, where the budget now allows.  Builds the new
+ * run array in ns and changes nothing in s.
  */
 static seen_err flush(const seen_set *s, next_state *ns)
 {
     runlist *rl = seen__calloc(1, sizeof *rl);
     if (rl == NULL)
         return SEEN_ERR_NOMEM;
-    if (s->nruns)
-        memcpy(rl->r, s->runs, s->nruns * sizeof *s->runs);
-    rl->n = s->nruns;
+    /* Input runs: the set's, or the renumbered copies this write owns. */
+    bool owned = ns->runs != NULL;
+    const seen__run *src = owned ? ns->runs : s->runs;
+    rl->n = owned ? ns->nruns : s->nruns;
+    if (rl->n)
+        memcpy(rl->r, src, rl->n * sizeof *src);
+    for (uint32_t i = 0; i < rl->n; i++)
+        rl->created[i] = owned;
+    if (owned) {
+        seen__free(ns->runs);
+        ns->runs = NULL;
+        ns->nruns = 0;
+    }
     seen_err err = SEEN_OK;
     unsigned __int128 budget = budget_of(s);
     uint64_t live = next_live_items(s, ns);
     bool exact = next_exact_phase(s, ns, live);
     uint64_t target = plan_target(s, ns, live);
-    uint64_t c_plan = exact ? 1 : plan_divisor(s, target);
     seen__run nr;
     bool empty;
 
@@ -1315,44 +1368,53 @@ static seen_err flush(const seen_set *s, next_state *ns)
             i--;
     }
 
-    if (!exact && ns->c_ref == 0) {
+    if (!exact && ns->plan_c == 0) {
         /* Leaving the exact phase: every run holds exact keys (c = 1), so
          * all of them can be re-encoded under the planned divisor. */
-        uint64_t c = mantissa_round(c_plan);
+        replan(s, ns, target);
         const seen__run *in[8];
         uint32_t k = 0;
         for (uint32_t i = 0; i < rl->n && k < 7; i++)
             in[k++] = &rl->r[i];
-        err = merge_build(s, ns, in, k, HEAD_ALL, c, NULL, 0, &nr, &empty);
+        err = merge_build(s, ns, in, k, HEAD_ALL, ns->plan_c, NULL, 0, &nr, &empty);
         if (err != SEEN_OK)
             goto fail;
         runlist_replace(rl, 0, k, &nr, empty);
-        ns->c_ref = c;
         ns->hn = 0;
     } else {
+        if (!exact)
+            replan(s, ns, target);
+        uint64_t plan = exact ? 1 : ns->plan_c;
         /* The recent run's slice has ended: fold it, with the head's items
          * of ended slices, into main, so the next recent run starts with
          * the current slice alone. */
         head_part rest = HEAD_ALL;
-        if (rl->n >= 2 && run_is_sealed(s, ns, &rl->r[rl->n - 1])) {
+        bool sealed = rl->n >= 2 && run_is_sealed(s, ns, &rl->r[rl->n - 1]);
+        if (sealed) {
             bool done;
             if ((err = fold_last(s, ns, rl, ns->hn ? HEAD_OLD : HEAD_NONE, &done)) != SEEN_OK)
                 goto fail;
             if (done)
                 rest = HEAD_CURRENT;
         }
+        /* A sealed recent run that could not fold (its divisor is from an
+         * older plan, or was squeezed) takes no new slice: it ages out. */
         bool merged = ns->hn == 0;
-        if (!merged && rl->n >= 2) {
-            /* Into the recent run, if the budget allows and its divisor
-             * still suits the plan (too coarse a run, from before the set
-             * outgrew its plan, takes no more items). */
+        uint64_t stored = 0;
+        for (uint32_t i = 0; i < rl->n; i++)
+            stored += rl->r[i].n;
+        /* Only a small recent run takes the head: a large last run (main,
+         * or an older plan's run) would make every merge rewrite it. */
+        if (!merged && rl->n >= 2 && !(sealed && rest == HEAD_ALL) &&
+            (uint64_t)rl->r[rl->n - 1].n * 2 <= stored) {
+            /* Into the recent run, if the budget allows and its divisor is
+             * not coarser than the plan. */
             uint32_t last = rl->n - 1;
             seen__run *d = &rl->r[last];
-            bool skip[72] = {false};
-            skip[last] = true;
-            unsigned __int128 u = runs_usage(rl->r, rl->n, skip);
-            bool fits = u + (unsigned __int128)(d->n + ns->hn) * d->c <= budget;
-            bool suits = exact || d->c / 2 <= c_plan;
+            bool fits = d->c == 1 || usage_except(rl, last, last + 1) +
+                                             (unsigned __int128)(d->n + ns->hn) * d->c <=
+                                         budget;
+            bool suits = exact || (double)d->c <= (double)plan * (1.0 + SEEN_PLAN_HYSTERESIS);
             if (fits && suits) {
                 const seen__run *in[1] = {d};
                 err = merge_build(s, ns, in, 1, rest, d->c, NULL, 0, &nr, &empty);
@@ -1363,24 +1425,22 @@ static seen_err flush(const seen_set *s, next_state *ns)
             }
         }
         if (!merged) {
-            /* A new run: the planned divisor, or a finer one if the budget
-             * left must last until the oldest slice frees its share. */
+            /* A new run: plan / 2^j, the coarsest whose items fit the budget
+             * left — that budget must last for the items the plan still
+             * expects or, past the plan, until the oldest slice frees its
+             * share. */
             uint64_t c = 1;
             if (!exact) {
-                unsigned __int128 u = runs_usage(rl->r, rl->n, NULL);
+                unsigned __int128 u = usage_except(rl, 0, 0);
                 unsigned __int128 room = budget > u ? budget - u : 0;
-                /* Within its plan the set expects to grow to the plan's
-                 * size; past it, the arrivals until budget frees up. */
                 uint64_t expect = target > live ? target - live : expected_arrivals(s, ns, live);
                 if (expect < ns->hn)
                     expect = ns->hn;
-                unsigned __int128 avail = room / (expect ? expect : 1);
-                uint64_t want = avail < c_plan ? (uint64_t)avail : c_plan;
-                c = lattice_floor(ns->c_ref, want);
-                if (c == 0)
-                    c = want ? want : 1;
+                c = fitting_divisor(plan, room, expect);
+                if (c > 1 && (unsigned __int128)ns->hn * c > room)
+                    c = 1;
             }
-            if (rl->n >= 70) {
+            if (rl->n >= RUNLIST_MAX - 2) {
                 err = SEEN_ERR_NOMEM; /* unreachable: divisors halve per run */
                 goto fail;
             }
@@ -1390,10 +1450,33 @@ static seen_err flush(const seen_set *s, next_state *ns)
             runlist_replace(rl, rl->n, rl->n, &nr, empty);
         }
         ns->hn = 0;
+
+        /* Runs squeezed finer than the plan while the set outgrew it:
+         * coarsen them back, doubling while the result stays within the
+         * plan's band and the budget (freed by expiry) allows.  Only runs
+         * no longer receiving items. */
+        double band = (double)plan * (1.0 + SEEN_PLAN_HYSTERESIS);
+        for (uint32_t i = 0; !exact && i + 1 < rl->n; i++) {
+            seen__run *r = &rl->r[i];
+            unsigned __int128 used = usage_except(rl, 0, 0);
+            unsigned __int128 room = budget > used ? budget - used : 0;
+            uint64_t c = r->c;
+            while (c <= UINT64_MAX / 2 && (double)(c * 2) <= band &&
+                   (unsigned __int128)r->n * (c * 2 - r->c) <= room)
+                c *= 2;
+            if (c == r->c)
+                continue;
+            const seen__run *in[1] = {r};
+            err = merge_build(s, ns, in, 1, HEAD_NONE, c, NULL, 0, &nr, &empty);
+            if (err != SEEN_OK)
+                goto fail;
+            runlist_replace(rl, i, i + 1, &nr, empty);
+        }
     }
 
     /* Fold a recent run that has grown as large as main (so rewrites stay
-     * amortized O(1) per item when items arrive in random time order). */
+     * amortized O(1) per item when items arrive in random time order), and
+     * keep small sets in one run.  Runs of unequal divisors stay apart. */
     while (rl->n >= 2) {
         seen__run *p = &rl->r[rl->n - 2], *d = &rl->r[rl->n - 1];
         if ((uint64_t)d->n * SEEN_DELTA_RATIO < p->n && rl->n <= 4 &&
@@ -1453,8 +1536,11 @@ static void update_hwm(const seen_set *s, next_state *ns)
         ns->hwm = live;
         ns->hwm_clock = ns->clock;
     }
-    if (live >= ns->hwm) {
-        ns->hwm = live;
+    /* A peak within the plan's band of the mark renews it: steady-state
+     * peaks recur at about the same height and must keep the plan. */
+    if ((double)live >= (double)ns->hwm * (1.0 - SEEN_PLAN_HYSTERESIS / 2)) {
+        if (live > ns->hwm)
+            ns->hwm = live;
         ns->hwm_clock = ns->clock;
     }
 }
@@ -1519,7 +1605,7 @@ static void commit_next(seen_set *s, next_state *ns)
     s->clock = ns->clock;
     s->origin = ns->origin;
     s->has_origin = ns->has_origin;
-    s->c_ref = ns->c_ref;
+    s->plan_c = ns->plan_c;
     s->hwm = ns->hwm;
     s->hwm_clock = ns->hwm_clock;
     s->next_seg_id = ns->next_seg_id;
@@ -1559,6 +1645,54 @@ static seen_err finish_write(seen_set *s, next_state *ns, bool force)
 
 /* ------------------------------------------------------------------ add */
 
+/*
+ * Give segments the ids 0..nsegs-1 when ids near SEEN_SEG_ID_LIMIT (a hot
+ * key with a capacity opens a segment every few items, for years).  Runs
+ * carry ids, so this write takes renumbered copies of every run; the flush
+ * that follows always runs.
+ */
+static seen_err next_renumber(const seen_set *s, next_state *ns)
+{
+    seen__run *runs = seen__calloc(s->nruns + 1, sizeof *runs);
+    uint64_t *hk = NULL;
+    uint32_t *hg = NULL;
+    if (runs == NULL || !head_alloc(&hk, &hg, ns->hcap)) {
+        seen__free(runs);
+        return SEEN_ERR_NOMEM;
+    }
+    for (uint32_t i = 0; i < s->nruns; i++) {
+        size_t sz = seen__run_mem_size(&s->runs[i]);
+        runs[i] = s->runs[i];
+        runs[i].mem = seen__malloc(sz);
+        if (runs[i].mem == NULL) {
+            for (uint32_t j = 0; j < i; j++)
+                seen__free(runs[j].mem);
+            seen__free(runs);
+            seen__free(hk);
+            return SEEN_ERR_NOMEM;
+        }
+        memcpy(runs[i].mem, s->runs[i].mem, sz);
+        uint32_t *ids = (uint32_t *)(void *)runs[i].mem;
+        for (uint32_t t = 0; t < runs[i].nsegs; t++)
+            ids[t] = (uint32_t)seg_find(ns->segs, ns->nsegs, ids[t]);
+    }
+    for (uint32_t h = 0; h < ns->hn; h++) {
+        hk[h] = ns->hkeys[h];
+        hg[h] = (uint32_t)seg_find(ns->segs, ns->nsegs, ns->hsegs[h]);
+    }
+    if (ns->head_fresh)
+        seen__free(ns->hkeys);
+    ns->hkeys = hk;
+    ns->hsegs = hg;
+    ns->head_fresh = true;
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        ns->segs[i].id = i;
+    ns->next_seg_id = ns->nsegs;
+    ns->runs = runs;
+    ns->nruns = s->nruns;
+    return SEEN_OK;
+}
+
 static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int64_t *at,
                          int64_t now, size_t *added)
 {
@@ -1574,6 +1708,14 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
     next_state ns;
     if ((err = next_begin(s, &ns, now, n)) != SEEN_OK)
         return err;
+    bool renumbered = false;
+    if ((uint64_t)ns.next_seg_id + n + 1 > SEEN_SEG_ID_LIMIT) {
+        if ((err = next_renumber(s, &ns)) != SEEN_OK) {
+            next_discard(s, &ns);
+            return err;
+        }
+        renumbered = true;
+    }
     /* Scratch arrays in one block; on the stack for small batches. */
     enum { SMALL = 16 };
     const size_t per = sizeof(seen__kv) + sizeof(int64_t) + sizeof(int32_t) + 2 * sizeof(uint32_t);
@@ -1655,7 +1797,10 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
         }
         seen__segment *target = &ns.segs[t];
         if (rank[i] >= 0) {
-            int32_t f = seg_find(ns.segs, ns.nsegs, s->segs[rank[i]].id);
+            /* rank indexes s->segs; a renumbering kept the order, so the
+             * segment's id is now its old position. */
+            uint32_t old_id = renumbered ? (uint32_t)rank[i] : s->segs[rank[i]].id;
+            int32_t f = seg_find(ns.segs, ns.nsegs, old_id);
             if (f >= 0 && seg_age_cmp(&ns.segs[f], target) >= 0)
                 continue; /* already as recent as this addition */
             /* The older copy stays stored until a merge meets both. */
@@ -1674,7 +1819,7 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
         if (s->policy.capacity)
             apply_capacity(s, &ns);
     }
-    err = finish_write(s, &ns, false);
+    err = finish_write(s, &ns, renumbered);
     if (err == SEEN_OK && added)
         *added = new_items;
 out:
@@ -2066,16 +2211,16 @@ seen_err seen__set_check(const seen_set *s)
         else
             phys[k]++;
     }
-    unsigned __int128 mass = s->head_n;
+    unsigned __int128 mass = 0;
     for (uint32_t i = 0; i < s->nruns && err == SEEN_OK; i++) {
         const seen__run *r = &s->runs[i];
         if ((err = seen__run_validate(r)) != SEEN_OK)
             break;
-        if (s->budget == 0 && r->c != 1) {
+        if ((s->budget == 0 || s->plan_c == 0) && r->c != 1) {
             err = CORRUPT;
             break;
         }
-        mass += (unsigned __int128)r->n * r->c;
+        mass += r->c > 1 ? (unsigned __int128)r->n * r->c : 0;
         const uint32_t *ids = seen__run_segs(r);
         int32_t last = -1;
         uint64_t *vals = seen__malloc((size_t)r->n * sizeof *vals);

@@ -112,6 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 4: /* remove: exact sets only (approximate removal may take a
                    colliding neighbour along, by design) */
             if (p.error == 0) {
+                model_observe(&m, now);
                 size_t removed = 0;
                 if (s->policy.ids == SEEN_IDS_INT) {
                     if (seen_remove_int(s, &id, 1, now, &removed) != SEEN_OK)
@@ -129,7 +130,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         case 5:
+            model_observe(&m, now);
             now += (int64_t)next(&c) * (w ? w / 64 + 1 : 1000);
+            model_observe(&m, now);
             break;
         case 6: {
             size_t len = seen_serialized_size(s);

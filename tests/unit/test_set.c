@@ -249,6 +249,7 @@ static void run_scenario(const scenario *sc)
         } else if (dice < 75) {
             check_all(sc, s, &m, &r, now, &ty);
         } else if (dice < 80 && sc->removals) {
+            model_observe(&m, now);
             size_t n = 1 + rng_below(&r, 16);
             size_t lo = 0, hi = 0;
             for (size_t i = 0; i < n; i++) {
@@ -273,7 +274,9 @@ static void run_scenario(const scenario *sc)
             for (size_t i = 0; i < n && exact_policy(&sc->p); i++)
                 assert_int_equal(seen[i], 0);
         } else if (dice < 90) {
+            model_observe(&m, now);
             now += (int64_t)rng_below(&r, (uint64_t)sc->step_ms * 2 + 1);
+            model_observe(&m, now);
         } else if (dice < 95) {
             s = roundtrip(s);
         } else {
@@ -535,6 +538,37 @@ static void test_bits_per_item(void **state)
     }
 }
 
+static void test_steady_state(void **state)
+{
+    (void)state;
+    /* A user adding at a steady rate: after a plan change at the first
+     * peak, runs of the old plan age out and the set settles into a main
+     * run plus the current slice, planned for its peak (window + slice). */
+    rng r = {test_seed("steady-state", 71)};
+    enum { N = 20000 };
+    seen_policy p = policy(90 * DAY, 4, 0.001, 0, SEEN_IDS_STR, 128);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    double step = (double)(90 * DAY) / N;
+    int64_t now = T0;
+    str_item it;
+    for (size_t i = 0; i < 4 * (size_t)N; i++) {
+        now = T0 + (int64_t)(step * (double)i);
+        make_str(&it, rng_next(&r));
+        assert_int_equal(seen_add_str(s, &it.s, 1, NULL, now, NULL), SEEN_OK);
+    }
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    double bits = (double)seen_bytes(s) * 8.0 / (double)seen_count(s, now);
+    fprintf(stderr, "[stat] steady state, %d items per window: %u runs, %.2f bits per item\n", N,
+            s->nruns, bits);
+    assert_true(s->nruns <= 2);
+    /* At the peak the set holds 5 slices' worth: log2(5) for slices, plus
+     * fingerprints, plus planning headroom: well under 15 bits. */
+    assert_true(bits <= 15.0);
+    assert_true(seen_fpr_estimate(s) <= 0.001);
+    seen_free(s);
+}
+
 static void test_int_ids_compact(void **state)
 {
     (void)state;
@@ -665,6 +699,55 @@ static void test_removal_approximate(void **state)
     seen_free(s);
 }
 
+static void test_segment_id_renumbering(void **state)
+{
+    (void)state;
+    /* A capped set opens a segment every few items, so a hot key can run
+     * its ids up to SEEN_SEG_ID_LIMIT; the next write renumbers them.
+     * Craft such a set through the serialized form (next_seg_id lives at a
+     * fixed offset, docs/FORMAT.md) and keep using it. */
+    seen_policy p = policy(60000, 4, 0, 40, SEEN_IDS_INT, 128);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    model m;
+    model_init(&m, &p);
+    int64_t now = T0;
+    for (uint64_t id = 0; id < 30; id++) {
+        assert_int_equal(seen_add_int(s, &id, 1, NULL, now, NULL), SEEN_OK);
+        model_add(&m, id, now, now);
+    }
+    size_t len;
+    uint8_t *b = snapshot(s, &len);
+    const size_t next_id_at = 81; /* header: see docs/FORMAT.md */
+    uint32_t near = SEEN_SEG_ID_LIMIT - 3;
+    for (int i = 0; i < 4; i++)
+        b[next_id_at + i] = (uint8_t)(near >> (8 * i));
+    fix_checksum(b, len);
+    seen_set *t = NULL;
+    assert_int_equal(seen_deserialize(b, len, &t), SEEN_OK);
+    seen_free(s);
+    s = t;
+    for (uint64_t id = 30; id < 300; id++) {
+        now += 10;
+        assert_int_equal(seen_add_int(s, &id, 1, NULL, now, NULL), SEEN_OK);
+        model_add(&m, id, now, now);
+        assert_int_equal(seen__set_check(s), SEEN_OK);
+    }
+    assert_true(s->next_seg_id < 1000);
+    for (uint64_t id = 0; id < 300; id++) {
+        uint8_t f = 0;
+        assert_int_equal(seen_filter_int(s, &id, 1, now, &f), SEEN_OK);
+        expect e = model_expect(&m, id, now);
+        if (e == MUST_SEE)
+            assert_int_equal(f, 1);
+        if (e == MUST_NOT_SEE)
+            assert_int_equal(f, 0);
+    }
+    free(b);
+    model_free(&m);
+    seen_free(s);
+}
+
 /* ------------------------------------------------- allocation failures */
 
 typedef enum op_kind { OP_ADD_ONE, OP_ADD_BATCH, OP_FILTER, OP_REMOVE, OP_EXPIRE, OP_COPY, OP_LOAD, OP__N } op_kind;
@@ -767,9 +850,11 @@ int main(void)
         cmocka_unit_test(test_idempotent),
         cmocka_unit_test(test_false_positive_rate),
         cmocka_unit_test(test_bits_per_item),
+        cmocka_unit_test(test_steady_state),
         cmocka_unit_test(test_int_ids_compact),
         cmocka_unit_test(test_errors_change_nothing),
         cmocka_unit_test(test_removal_approximate),
+        cmocka_unit_test(test_segment_id_renumbering),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests_name("seen sets against the model", tests, NULL, NULL);

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 uint64_t rng_next(rng *r)
 {
     /* splitmix64 */
@@ -26,6 +29,15 @@ uint64_t test_seed(const char *test, uint64_t fallback)
     uint64_t seed = e ? strtoull(e, NULL, 0) : fallback;
     fprintf(stderr, "[seed] %s: SEEN_TEST_SEED=%llu\n", test, (unsigned long long)seed);
     return seed;
+}
+
+void fix_checksum(uint8_t *buf, size_t len)
+{
+    if (len < 8)
+        return;
+    uint64_t sum = XXH3_64bits(buf, len - 8);
+    for (int i = 0; i < 8; i++)
+        buf[len - 8 + i] = (uint8_t)(sum >> (8 * i));
 }
 
 void make_str(str_item *it, uint64_t id)
@@ -163,8 +175,25 @@ void model_add(model *m, uint64_t id, int64_t t, int64_t now)
     if (t >= it->t_maybe) {
         it->t_maybe = t;
         it->seq = arrival;
+        it->peak_maybe = it->peak_surely = 0;
     }
     it->seq_hi = arrival;
+}
+
+void model_observe(model *m, int64_t q)
+{
+    if (m->p.capacity == 0)
+        return;
+    for (size_t i = 0; i < m->cap; i++) {
+        model_item *it = &m->items[i];
+        if (!it->used || it->t_maybe < 0)
+            continue;
+        size_t a = model_rank_newer(m, it, q), b = model_surely_newer(m, it, q);
+        if (a > it->peak_maybe)
+            it->peak_maybe = a;
+        if (b > it->peak_surely)
+            it->peak_surely = b;
+    }
 }
 
 void model_remove(model *m, uint64_t id)
@@ -244,9 +273,14 @@ expect model_expect(const model *m, uint64_t id, int64_t q)
         e = EITHER;
     if (m->p.capacity && e != MUST_NOT_SEE) {
         uint64_t step = (m->p.capacity + m->p.slices - 1) / m->p.slices;
-        if (model_surely_newer(m, it, q) >= m->p.capacity + step)
+        size_t surely = model_surely_newer(m, it, q), maybe = model_rank_newer(m, it, q);
+        if (it->peak_surely > surely)
+            surely = it->peak_surely;
+        if (it->peak_maybe > maybe)
+            maybe = it->peak_maybe;
+        if (surely >= m->p.capacity + step)
             e = MUST_NOT_SEE;
-        else if (e == MUST_SEE && model_rank_newer(m, it, q) >= m->p.capacity)
+        else if (e == MUST_SEE && maybe >= m->p.capacity)
             e = EITHER;
     }
     return e;

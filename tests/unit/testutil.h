@@ -23,6 +23,10 @@ uint64_t rng_below(rng *r, uint64_t n);
 /* The seed for a test: SEEN_TEST_SEED if set, else `fallback`; printed. */
 uint64_t test_seed(const char *test, uint64_t fallback);
 
+/* Overwrite a serialized set's trailing checksum with the right one, so a
+ * deliberately altered payload reaches the loader's deep checks. */
+void fix_checksum(uint8_t *buf, size_t len);
+
 /* ---- items ---- */
 /* A string item for id: 24 hex characters, like a short-video id. */
 typedef struct str_item {
@@ -55,6 +59,9 @@ typedef struct model_item {
     int64_t t_maybe; /* newest add time that may have been stored (-1) */
     uint64_t seq;    /* arrival of the addition that set t_maybe */
     uint64_t seq_hi; /* arrival of its latest addition (any time) */
+    /* Most items ever more recent than it since its newest addition:
+     * capacity evictions are permanent, even if newer items go later. */
+    size_t peak_maybe, peak_surely;
     bool used;
 } model_item;
 
@@ -71,6 +78,9 @@ void model_free(model *m);
 /* Record an addition at time t (already clamped to now) made at `now`. */
 void model_add(model *m, uint64_t id, int64_t t, int64_t now);
 void model_remove(model *m, uint64_t id);
+/* Record each item's current "newer" counts as peaks; call before anything
+ * that can lower them (removals, time passing). */
+void model_observe(model *m, int64_t q);
 /* What a correct set must answer for id at time q. */
 expect model_expect(const model *m, uint64_t id, int64_t q);
 /* Items that may be (or surely are) more recent than `it` for the capacity
