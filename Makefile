@@ -26,8 +26,8 @@ CORE_OBJ = $(CORE_SRC:src/core/%.c=$(BUILD)/core/%.o)
 CORE_SAN_OBJ = $(CORE_SRC:src/core/%.c=$(SAN)/core/%.o)
 CORE_HDR = include/seen.h $(wildcard src/core/*.h)
 
-.PHONY: all lib clean test test-unit bench-core format
-all: lib
+.PHONY: all lib module clean test test-unit test-module bench-core format
+all: lib module
 
 lib: $(BUILD)/libseen.a
 
@@ -44,6 +44,28 @@ $(BUILD)/libseen.a: $(CORE_OBJ)
 
 $(SAN)/libseen.a: $(CORE_SAN_OBJ)
 	ar rcs $@ $^
+
+# The Redis module: its objects see only our own module API declarations
+# (src/module/rm_api.h), and the shared object exports RedisModule_OnLoad
+# alone so the core's symbols cannot clash with another module's.
+MODULE_SRC = $(wildcard src/module/*.c)
+MODULE_OBJ = $(MODULE_SRC:src/module/%.c=$(BUILD)/module/%.o)
+MODULE_HDR = include/seen.h $(wildcard src/module/*.h)
+
+module: $(BUILD)/seen.so
+
+$(BUILD)/module/%.o: src/module/%.c $(MODULE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Isrc/module -fvisibility=hidden -c $< -o $@
+
+$(BUILD)/seen.so: $(MODULE_OBJ) $(BUILD)/libseen.a src/module/exports.map
+	$(CC) -shared -o $@ $(MODULE_OBJ) $(BUILD)/libseen.a -Wl,--version-script=src/module/exports.map \
+		-Wl,-z,defs $(LDLIBS_CORE) -lc
+
+# Integration tests: a real redis-server on a free loopback port.
+PYTHON_SYSTEM ?= /usr/bin/python3
+test-module: $(BUILD)/seen.so
+	$(PYTHON_SYSTEM) -m pytest -q tests/module
 
 clean:
 	rm -rf $(BUILD)
