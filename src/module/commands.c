@@ -55,23 +55,25 @@ static int reply_unknown(RedisModuleCtx *ctx, RedisModuleString *arg, const char
 
 /*
  * Open a key that must be missing or ours.  Replies WRONGTYPE and returns
- * NULL otherwise; *value is NULL for a missing key.
+ * false otherwise.  *value is NULL for a missing key, and so is *key when
+ * a missing key is opened for reading (Redis gives no handle then).
  */
-static RedisModuleKey *open_seen_key(RedisModuleCtx *ctx, RedisModuleString *name, int mode,
-                                     seen_key **value)
+static bool open_seen_key(RedisModuleCtx *ctx, RedisModuleString *name, int mode,
+                          RedisModuleKey **key, seen_key **value)
 {
-    RedisModuleKey *key = RedisModule_OpenKey(ctx, name, mode);
-    int type = RedisModule_KeyType(key);
+    *key = RedisModule_OpenKey(ctx, name, mode);
+    int type = RedisModule_KeyType(*key);
     *value = NULL;
     if (type == REDISMODULE_KEYTYPE_EMPTY)
-        return key;
-    if (type != REDISMODULE_KEYTYPE_MODULE || RedisModule_ModuleTypeGetType(key) != seen_type) {
-        RedisModule_CloseKey(key);
+        return true;
+    if (type != REDISMODULE_KEYTYPE_MODULE || RedisModule_ModuleTypeGetType(*key) != seen_type) {
+        RedisModule_CloseKey(*key);
+        *key = NULL;
         RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-        return NULL;
+        return false;
     }
-    *value = RedisModule_ModuleTypeGetValue(key);
-    return key;
+    *value = RedisModule_ModuleTypeGetValue(*key);
+    return true;
 }
 
 static int64_t draw_jitter(void)
@@ -333,8 +335,8 @@ static int do_add(RedisModuleCtx *ctx, RedisModuleString *name, add_request *q)
         return RedisModule_ReplyWithError(ctx, err);
     }
     seen_key *k;
-    RedisModuleKey *key = open_seen_key(ctx, name, REDISMODULE_WRITE, &k);
-    if (key == NULL) {
+    RedisModuleKey *key;
+    if (!open_seen_key(ctx, name, REDISMODULE_WRITE, &key, &k)) {
         item_batch_free(&b);
         return REDISMODULE_OK;
     }
@@ -527,8 +529,7 @@ static int do_filter(RedisModuleCtx *ctx, filter_request *q)
     int opened = 0;
     for (; opened < q->nkeys; opened++) {
         seen_key *k;
-        keys[opened] = open_seen_key(ctx, q->keys[opened], REDISMODULE_READ, &k);
-        if (keys[opened] == NULL)
+        if (!open_seen_key(ctx, q->keys[opened], REDISMODULE_READ, &keys[opened], &k))
             break;
     }
     if (opened == q->nkeys) {
@@ -632,8 +633,8 @@ static int do_remove(RedisModuleCtx *ctx, RedisModuleString *name, bool has_now,
         return RedisModule_ReplyWithError(ctx, err);
     }
     seen_key *k;
-    RedisModuleKey *key = open_seen_key(ctx, name, REDISMODULE_WRITE, &k);
-    if (key == NULL) {
+    RedisModuleKey *key;
+    if (!open_seen_key(ctx, name, REDISMODULE_WRITE, &key, &k)) {
         item_batch_free(&b);
         return REDISMODULE_OK;
     }
@@ -706,8 +707,8 @@ static int cmd_count(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (argc != 2)
         return RedisModule_WrongArity(ctx);
     seen_key *k;
-    RedisModuleKey *key = open_seen_key(ctx, argv[1], REDISMODULE_READ, &k);
-    if (key == NULL)
+    RedisModuleKey *key;
+    if (!open_seen_key(ctx, argv[1], REDISMODULE_READ, &key, &k))
         return REDISMODULE_OK;
     long long n = k ? (long long)seen_count(k->set, RedisModule_Milliseconds()) : 0;
     RedisModule_CloseKey(key);
@@ -809,8 +810,8 @@ static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (argc != 2)
         return RedisModule_WrongArity(ctx);
     seen_key *k;
-    RedisModuleKey *key = open_seen_key(ctx, argv[1], REDISMODULE_READ, &k);
-    if (key == NULL)
+    RedisModuleKey *key;
+    if (!open_seen_key(ctx, argv[1], REDISMODULE_READ, &key, &k))
         return REDISMODULE_OK;
     if (k == NULL) {
         RedisModule_CloseKey(key);
