@@ -370,6 +370,14 @@ static int do_add(RedisModuleCtx *ctx, RedisModuleString *name, add_request *q)
         RedisModule_CloseKey(key);
         return RedisModule_ReplyWithError(ctx, err ? err : seen_reply_error(e));
     }
+    /* Late events for a user with no key would otherwise leave empty keys
+     * behind: a key is made only to hold something (SEEN.RESERVE makes
+     * empty ones). */
+    if (fresh && seen_count(fresh, q->now) == 0) {
+        seen_free(fresh);
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithLongLong(ctx, 0);
+    }
     if (fresh) {
         k = new_value(&q->create, fresh);
         RedisModule_ModuleTypeSetValue(key, seen_type, k);

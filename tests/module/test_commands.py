@@ -197,6 +197,10 @@ def test_insert_items_and_bulk(r):
     assert r.execute_command("SEEN.INSERT", "k", "ITEMS", "ITEMS", "BULK", "AT") == 3
     assert r.execute_command("SEEN.COUNT", "k") == 7
     assert r.execute_command("SEEN.INSERT", "k", "BULK", "") == 0
+    # Nothing to hold: no key is made.
+    assert r.execute_command("SEEN.INSERT", "new", "BULK", "") == 0
+    assert r.execute_command("SEEN.ADD", "new", "AT", "0", "too-old") == 0
+    assert not r.exists("new")
 
 
 def test_insert_creates_with_options_once(r):
