@@ -261,6 +261,31 @@ static bool is_source_word(RedisModuleString *arg)
     return arg_is(arg, "ITEMS") || arg_is(arg, "BULK");
 }
 
+/*
+ * The common start of a write: resolve its time, parse its items, open its
+ * key.  On any error it replies, frees what it made and returns false.
+ */
+static bool write_begin(RedisModuleCtx *ctx, RedisModuleString *name, bool has_now, int64_t *now,
+                        const item_source *src, item_batch *b, RedisModuleKey **key, seen_key **k)
+{
+    const char *err;
+    if ((err = resolve_now(ctx, has_now, now))) {
+        memset(b, 0, sizeof *b);
+        RedisModule_ReplyWithError(ctx, err);
+        return false;
+    }
+    if (!source_parse(src, b, &err)) {
+        item_batch_free(b);
+        RedisModule_ReplyWithError(ctx, err);
+        return false;
+    }
+    if (!open_seen_key(ctx, name, REDISMODULE_WRITE, key, k)) {
+        item_batch_free(b);
+        return false;
+    }
+    return true;
+}
+
 /* ------------------------------------------------------------ RESERVE */
 
 static int cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
@@ -326,20 +351,12 @@ typedef struct add_request {
 
 static int do_add(RedisModuleCtx *ctx, RedisModuleString *name, add_request *q)
 {
-    const char *err;
-    if ((err = resolve_now(ctx, q->has_now, &q->now)))
-        return RedisModule_ReplyWithError(ctx, err);
     item_batch b;
-    if (!source_parse(&q->items, &b, &err)) {
-        item_batch_free(&b);
-        return RedisModule_ReplyWithError(ctx, err);
-    }
-    seen_key *k;
     RedisModuleKey *key;
-    if (!open_seen_key(ctx, name, REDISMODULE_WRITE, &key, &k)) {
-        item_batch_free(&b);
+    seen_key *k;
+    if (!write_begin(ctx, name, q->has_now, &q->now, &q->items, &b, &key, &k))
         return REDISMODULE_OK;
-    }
+    const char *err = NULL;
     seen_set *fresh = NULL;
     seen_err e = SEEN_OK;
     int64_t *at = NULL;
@@ -632,20 +649,12 @@ static int cmd_mfilter(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 static int do_remove(RedisModuleCtx *ctx, RedisModuleString *name, bool has_now, int64_t now,
                      const item_source *src)
 {
-    const char *err;
-    if ((err = resolve_now(ctx, has_now, &now)))
-        return RedisModule_ReplyWithError(ctx, err);
     item_batch b;
-    if (!source_parse(src, &b, &err)) {
-        item_batch_free(&b);
-        return RedisModule_ReplyWithError(ctx, err);
-    }
-    seen_key *k;
     RedisModuleKey *key;
-    if (!open_seen_key(ctx, name, REDISMODULE_WRITE, &key, &k)) {
-        item_batch_free(&b);
+    seen_key *k;
+    if (!write_begin(ctx, name, has_now, &now, src, &b, &key, &k))
         return REDISMODULE_OK;
-    }
+    const char *err = NULL;
     if (k == NULL) {
         item_batch_free(&b);
         RedisModule_CloseKey(key);
