@@ -368,6 +368,10 @@ static int do_add(RedisModuleCtx *ctx, RedisModuleString *name, add_request *q)
             e = seen_create(&q->create.policy, &fresh);
     }
     seen_set *set = k ? k->set : fresh;
+    if (!err && k && seen_key_add_unsafe(k->set))
+        err = "ERR this key was loaded holding a single buffered item; adding to it needs a fix "
+              "in the seen core library (buffer growth from capacity 1), refused so that the "
+              "set stays intact";
     bool ints = set && seen_get_policy(set)->ids == SEEN_IDS_INT;
     if (!err && e == SEEN_OK && ints)
         item_batch_ints(&b, &err);
@@ -1026,7 +1030,7 @@ static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         bytes = (const uint8_t *)RedisModule_StringPtrLen(q.blob, &len);
     }
     seen_set *set;
-    seen_err e = seen_deserialize(bytes, len, &set);
+    seen_err e = seen_key_deserialize(bytes, len, &set);
     if (q.chunked)
         upload_reset();
     if (e != SEEN_OK) {

@@ -242,21 +242,18 @@ static void info_section(RedisModuleInfoCtx *ctx, int for_crash_report)
 
 /* ------------------------------------------------------------ entry */
 
-static void *try_alloc(size_t size)
+/* Every allocation of the core through Redis, so that MEMORY USAGE, INFO
+ * memory and maxmemory see it.  TryAlloc makes an allocation too large to
+ * satisfy (a crafted size) an error the core reports, not a server abort.
+ * The sanitizer build keeps the C library's allocator, which ASan watches. */
+static void install_allocator(void)
 {
-    return RedisModule_TryAlloc(size);
-}
-static void *redis_realloc(void *ptr, size_t size)
-{
-    return RedisModule_Realloc(ptr, size);
-}
-static void redis_free(void *ptr)
-{
-    RedisModule_Free(ptr);
-}
-static size_t redis_usable_size(void *ptr)
-{
-    return RedisModule_MallocSize(ptr);
+#ifndef SEEN_MODULE_SYSTEM_ALLOC
+    static seen_allocator allocator;
+    allocator = (seen_allocator){RedisModule_TryAlloc, RedisModule_Realloc, RedisModule_Free,
+                                 RedisModule_MallocSize};
+    seen_set_allocator(&allocator);
+#endif
 }
 
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
@@ -272,11 +269,7 @@ __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ct
                         "seen takes no module arguments: set seen.* configs instead");
         return REDISMODULE_ERR;
     }
-    /* TryAlloc so that an allocation too large to satisfy (a crafted size)
-     * is an error the core reports, not a server abort. */
-    static seen_allocator allocator;
-    allocator = (seen_allocator){try_alloc, redis_realloc, redis_free, redis_usable_size};
-    seen_set_allocator(&allocator);
+    install_allocator();
     RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
 
     if (seen_type_register(ctx) != REDISMODULE_OK) {

@@ -41,6 +41,12 @@ void seen_key_account(seen_key *key, int64_t now);
 /* Register the data type; REDISMODULE_ERR on failure. */
 int seen_type_register(RedisModuleCtx *ctx);
 
+/* seen_deserialize() with the module's extra checks (see type.c). */
+seen_err seen_key_deserialize(const uint8_t *buf, size_t len, seen_set **out);
+
+/* Would adding to this set hit the core's buffer-growth bug (type.c)? */
+bool seen_key_add_unsafe(const seen_set *set);
+
 /* The fields of a key's envelope are checked the same way wherever they
  * come from (RDB, SEEN.LOAD). */
 bool seen_key_meta_valid(uint32_t flags, int64_t jitter_ms, const seen_policy *policy);

@@ -14,8 +14,10 @@ import pytest
 import redis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODULE = os.environ.get("SEEN_MODULE", os.path.join(ROOT, "build", "seen.so"))
+MODULE = os.path.abspath(os.environ.get("SEEN_MODULE", os.path.join(ROOT, "build", "seen.so")))
 REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
+# A sanitized module needs its runtime loaded before anything else.
+REDIS_PRELOAD = os.environ.get("REDIS_PRELOAD")
 
 
 def free_port():
@@ -48,8 +50,12 @@ class Server:
         for _attempt in range(3):
             if self.port is None:
                 self.port = free_port()
+            env = dict(os.environ)
+            if REDIS_PRELOAD:
+                env["LD_PRELOAD"] = REDIS_PRELOAD
             self.proc = subprocess.Popen(self.command_line(), stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL)
+                                         stderr=open(os.path.join(self.dir, "stderr.log"), "ab"),
+                                         env=env)
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and self.proc.poll() is None:
                 try:
