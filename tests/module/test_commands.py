@@ -451,3 +451,25 @@ def test_key_expiry(r):
         r.config_set("seen.expiry-jitter", "1d")
     r.execute_command("SEEN.ADD", "plain", "a")
     assert r.pttl("plain") == -1
+
+
+def test_keyspace_events(shared_server, r):
+    r.config_set("notify-keyspace-events", "Kd")
+    try:
+        sub = shared_server.client().pubsub()
+        sub.psubscribe("__keyspace@0__:ev")
+        sub.get_message(timeout=5)  # the subscription confirmation
+        r.execute_command("SEEN.RESERVE", "ev")
+        r.execute_command("SEEN.INSERT", "ev", "ITEMS", "a")
+        r.execute_command("SEEN.DEL", "ev", "a")
+        events = []
+        for _ in range(20):
+            m = sub.get_message(timeout=1)
+            if m and m["type"] == "pmessage":
+                events.append(m["data"])
+            if len(events) == 3:
+                break
+        assert events == [b"seen.reserve", b"seen.add", b"seen.del"]
+        sub.close()
+    finally:
+        r.config_set("notify-keyspace-events", "")
