@@ -473,3 +473,32 @@ def test_keyspace_events(shared_server, r):
         sub.close()
     finally:
         r.config_set("notify-keyspace-events", "")
+
+
+def test_now_option_everywhere(r):
+    future = server_ms(r) + DAY
+    past = server_ms(r) - 1000
+    for cmd in (["SEEN.RESERVE", "n1", "NOW", future],
+                ["SEEN.REMOVE", "n1", "NOW", future, "ITEMS", "a"],
+                ["SEEN.INSERT", "n1", "NOW", future, "ITEMS", "a"]):
+        with pytest.raises(ERR, match="NOW may not be later"):
+            r.execute_command(*cmd)
+    assert r.execute_command("SEEN.RESERVE", "n1", "NOW", past) == b"OK"
+    assert r.execute_command("SEEN.INSERT", "n1", "NOW", past, "ITEMS", "a") == 1
+    assert r.execute_command("SEEN.REMOVE", "n1", "NOW", past, "BULK", "a") == 1
+    blob = dump(r, "n1").blob
+    with pytest.raises(ERR, match="NOW may not be later"):
+        r.execute_command("SEEN.LOAD", "n2", "NOW", future, blob)
+    assert r.execute_command("SEEN.LOAD", "n2", "NOW", past, blob) == b"OK"
+    with pytest.raises(ERR, match="bad NOW"):
+        r.execute_command("SEEN.REMOVE", "n1", "NOW", "soon", "ITEMS", "a")
+
+
+def test_exact_limit_config(r):
+    r.config_set("seen.exact-limit", 1000)
+    try:
+        r.execute_command("SEEN.ADD", "k", "a")
+        assert policy(r, "k")["exact-limit"] == 1000
+    finally:
+        r.config_set("seen.exact-limit", 128)
+    assert r.config_get("seen.exact-limit") == {"seen.exact-limit": "128"}
