@@ -28,8 +28,6 @@
 #define REDISMODULE_KEYTYPE_EMPTY 0
 #define REDISMODULE_KEYTYPE_MODULE 6
 
-#define REDISMODULE_NO_EXPIRE -1
-
 #define REDISMODULE_NOTIFY_MODULE (1 << 13)
 
 #define REDISMODULE_CTX_FLAGS_REPLICATED (1 << 12)
@@ -44,7 +42,6 @@
     "WRONGTYPE Operation against a key holding the wrong kind of value"
 
 #define REDISMODULE_LOGLEVEL_WARNING "warning"
-#define REDISMODULE_LOGLEVEL_NOTICE "notice"
 
 /* Version 3 of the type methods: everything up to defrag. */
 #define SEEN_RM_TYPE_METHOD_VERSION 3
