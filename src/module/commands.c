@@ -1,0 +1,1143 @@
+/*
+ * commands.c — the SEEN.* commands.
+ *
+ * Grammar (docs/commands.md is the user's reference):
+ *   SEEN.RESERVE key [policy options]
+ *   SEEN.ADD     key [AT ms] item [item ...]
+ *   SEEN.INSERT  key [AT ms] [NOCREATE] [policy options] ITEMS item ... | BULK items
+ *   SEEN.FILTER  key item [item ...]
+ *   SEEN.MFILTER numkeys key ... [AT ms] [REPLY UNSEEN|FLAGS|INDEXES]
+ *                ITEMS item ... | BULK items
+ *   SEEN.DEL     key item [item ...]
+ *   SEEN.REMOVE  key ITEMS item ... | BULK items
+ *   SEEN.COUNT   key
+ *   SEEN.INFO    key
+ *   SEEN.LOAD    key [EXPIRY ON|OFF] [JITTER ms] [OFFSET n TOTAL n] blob
+ * Options never mix with items: the forms that take options end them with
+ * ITEMS or BULK, so an item may be called anything.  SEEN.ADD keeps the
+ * short form the issue fixed; there `AT` right after the key is always the
+ * option.
+ *
+ * Replication.  Every write depends on the clock: the core forgets slices
+ * relative to the time of the write, and items without AT are stamped with
+ * it.  So a write is never replicated verbatim: the master resolves the
+ * time once (`now`) and replicates an explicit form carrying `NOW <ms>`
+ * (SEEN.ADD becomes SEEN.INSERT, SEEN.DEL becomes SEEN.REMOVE), together
+ * with the full policy and jitter of any key it created, so replicas and
+ * AOF replays build byte-identical sets whatever their own clock and
+ * configuration.  NOW is accepted from clients too (to replay an AOF
+ * through redis-cli), but on a master it may not be in the future: moving
+ * a set's clock forward would make it forget early.
+ */
+#include "module.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ replies */
+
+static int reply_unknown(RedisModuleCtx *ctx, RedisModuleString *arg, const char *command)
+{
+    size_t len;
+    const char *s = RedisModule_StringPtrLen(arg, &len);
+    char word[33];
+    size_t n = len < sizeof word - 1 ? len : sizeof word - 1;
+    for (size_t i = 0; i < n; i++)
+        word[i] = (s[i] >= 0x21 && s[i] <= 0x7e) ? s[i] : '?';
+    word[n] = '\0';
+    char msg[128];
+    snprintf(msg, sizeof msg, "ERR unknown option '%s%s' for %s", word, len > n ? "..." : "",
+             command);
+    return RedisModule_ReplyWithError(ctx, msg);
+}
+
+/* ------------------------------------------------------------ keys */
+
+/*
+ * Open a key that must be missing or ours.  Replies WRONGTYPE and returns
+ * false otherwise.  *value is NULL for a missing key, and so is *key when
+ * a missing key is opened for reading (Redis gives no handle then).
+ */
+static bool open_seen_key(RedisModuleCtx *ctx, RedisModuleString *name, int mode,
+                          RedisModuleKey **key, seen_key **value)
+{
+    *key = RedisModule_OpenKey(ctx, name, mode);
+    int type = RedisModule_KeyType(*key);
+    *value = NULL;
+    if (type == REDISMODULE_KEYTYPE_EMPTY)
+        return true;
+    if (type != REDISMODULE_KEYTYPE_MODULE || RedisModule_ModuleTypeGetType(*key) != seen_type) {
+        RedisModule_CloseKey(*key);
+        *key = NULL;
+        RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+        return false;
+    }
+    *value = RedisModule_ModuleTypeGetValue(*key);
+    return true;
+}
+
+static int64_t draw_jitter(void)
+{
+    uint64_t r;
+    RedisModule_GetRandomBytes((unsigned char *)&r, sizeof r);
+    return seen_cfg.expiry_jitter_ms ? (int64_t)(r % (seen_cfg.expiry_jitter_ms + 1)) : 0;
+}
+
+/* The value of a new key made with `o`, jitter drawn if not given. */
+static seen_key *new_value(key_options *o, seen_set *set)
+{
+    if (o->jitter_ms < 0)
+        o->jitter_ms = o->expiry ? draw_jitter() : 0;
+    return seen_key_new(set, o->expiry ? SEEN_KEY_EXPIRY : 0, o->jitter_ms);
+}
+
+/* When a key with module expiry goes: once all it holds is forgotten (or,
+ * while it holds nothing, one window after this write), plus its jitter. */
+static int64_t expire_at(const seen_key *k, int64_t now)
+{
+    int64_t at = seen_forget_all_at(k->set);
+    if (at <= now)
+        at = now + (int64_t)seen_get_policy(k->set)->window_ms;
+    return at + k->jitter_ms;
+}
+
+static void after_write(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
+                        seen_key *k, int64_t now, const char *event)
+{
+    seen_key_account(k, now);
+    if (k->flags & SEEN_KEY_EXPIRY)
+        RedisModule_SetAbsExpire(key, expire_at(k, now));
+    RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_MODULE, event, name);
+}
+
+/* The time of a write: the NOW it was given (checked), or the clock. */
+static const char *resolve_now(RedisModuleCtx *ctx, bool given, int64_t *now)
+{
+    int64_t clock = RedisModule_Milliseconds();
+    if (!given) {
+        *now = clock;
+        return NULL;
+    }
+    int flags = RedisModule_GetContextFlags(ctx);
+    if (!(flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)) &&
+        *now > clock)
+        return "ERR NOW may not be later than the server's clock";
+    return NULL;
+}
+
+/* ------------------------------------------------------------ replication */
+
+/* The arguments of a command to replicate; `owned` ones are freed after. */
+typedef struct repl_args {
+    RedisModuleString **v;
+    bool *owned;
+    size_t n, cap;
+} repl_args;
+
+static void repl_push(repl_args *r, RedisModuleString *s, bool owned)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 32;
+        r->v = RedisModule_Realloc(r->v, r->cap * sizeof *r->v);
+        r->owned = RedisModule_Realloc(r->owned, r->cap * sizeof *r->owned);
+    }
+    r->v[r->n] = s;
+    r->owned[r->n] = owned;
+    r->n++;
+}
+
+static void repl_word(RedisModuleCtx *ctx, repl_args *r, const char *word)
+{
+    repl_push(r, RedisModule_CreateString(ctx, word, strlen(word)), true);
+}
+
+static void repl_number(RedisModuleCtx *ctx, repl_args *r, long long v)
+{
+    repl_push(r, RedisModule_CreateStringFromLongLong(ctx, v), true);
+}
+
+/* The full policy, expiry and jitter of a key it made. */
+static void repl_policy(RedisModuleCtx *ctx, repl_args *r, const seen_key *k)
+{
+    const seen_policy *p = seen_get_policy(k->set);
+    repl_word(ctx, r, "WINDOW");
+    repl_number(ctx, r, (long long)p->window_ms);
+    repl_word(ctx, r, "SLICES");
+    repl_number(ctx, r, p->slices);
+    if (p->error == 0.0) {
+        repl_word(ctx, r, "EXACT");
+    } else {
+        char rate[32];
+        snprintf(rate, sizeof rate, "%.17g", p->error); /* round-trips exactly */
+        repl_word(ctx, r, "ERROR");
+        repl_word(ctx, r, rate);
+    }
+    repl_word(ctx, r, "CAPACITY");
+    repl_number(ctx, r, (long long)p->capacity);
+    repl_word(ctx, r, "IDS");
+    repl_word(ctx, r, p->ids == SEEN_IDS_INT ? "INT" : "STR");
+    repl_word(ctx, r, "EXACTLIMIT");
+    repl_number(ctx, r, p->exact_limit);
+    repl_word(ctx, r, "EXPIRY");
+    repl_word(ctx, r, (k->flags & SEEN_KEY_EXPIRY) ? "ON" : "OFF");
+    repl_word(ctx, r, "JITTER");
+    repl_number(ctx, r, k->jitter_ms);
+}
+
+static void repl_send(RedisModuleCtx *ctx, repl_args *r, const char *command)
+{
+    RedisModule_Replicate(ctx, command, "v", r->v, r->n);
+    for (size_t i = 0; i < r->n; i++)
+        if (r->owned[i])
+            RedisModule_FreeString(ctx, r->v[i]);
+    RedisModule_Free(r->v);
+    RedisModule_Free(r->owned);
+}
+
+/* Start the replicated form of a write: command key NOW <now>. */
+static void repl_begin(RedisModuleCtx *ctx, repl_args *r, RedisModuleString *name, int64_t now)
+{
+    memset(r, 0, sizeof *r);
+    repl_push(r, name, false);
+    repl_word(ctx, r, "NOW");
+    repl_number(ctx, r, now);
+}
+
+/* ------------------------------------------------------------ items */
+
+/* Where a command's items are: arguments (ITEMS) or one argument (BULK). */
+typedef struct item_source {
+    RedisModuleString **argv;
+    int argc;
+    RedisModuleString *bulk;
+} item_source;
+
+static bool source_parse(const item_source *src, item_batch *b, const char **err)
+{
+    if (src->bulk)
+        return item_batch_from_bulk(b, src->bulk, err);
+    return item_batch_from_args(b, src->argv, src->argc, err);
+}
+
+static void repl_items(RedisModuleCtx *ctx, repl_args *r, const item_source *src)
+{
+    if (src->bulk) {
+        repl_word(ctx, r, "BULK");
+        repl_push(r, src->bulk, false);
+        return;
+    }
+    repl_word(ctx, r, "ITEMS");
+    for (int i = 0; i < src->argc; i++)
+        repl_push(r, src->argv[i], false);
+}
+
+/*
+ * argv[*i] is ITEMS or BULK: take what follows as the items.  Returns false
+ * with *err set when the terminator is missing or has nothing after it.
+ */
+static bool source_take(RedisModuleString **argv, int argc, int i, item_source *src,
+                        const char **err)
+{
+    memset(src, 0, sizeof *src);
+    if (arg_is(argv[i], "ITEMS")) {
+        if (i + 1 >= argc) {
+            *err = "ERR ITEMS needs at least one item";
+            return false;
+        }
+        src->argv = argv + i + 1;
+        src->argc = argc - i - 1;
+        return true;
+    }
+    if (i + 2 != argc) {
+        *err = "ERR BULK takes exactly one argument: the items separated by newlines";
+        return false;
+    }
+    src->bulk = argv[i + 1];
+    return true;
+}
+
+static bool is_source_word(RedisModuleString *arg)
+{
+    return arg_is(arg, "ITEMS") || arg_is(arg, "BULK");
+}
+
+/*
+ * The common start of a write: resolve its time, parse its items, open its
+ * key.  On any error it replies, frees what it made and returns false.
+ */
+static bool write_begin(RedisModuleCtx *ctx, RedisModuleString *name, bool has_now, int64_t *now,
+                        const item_source *src, item_batch *b, RedisModuleKey **key, seen_key **k)
+{
+    const char *err;
+    if ((err = resolve_now(ctx, has_now, now))) {
+        memset(b, 0, sizeof *b);
+        RedisModule_ReplyWithError(ctx, err);
+        return false;
+    }
+    if (!source_parse(src, b, &err)) {
+        item_batch_free(b);
+        RedisModule_ReplyWithError(ctx, err);
+        return false;
+    }
+    if (!open_seen_key(ctx, name, REDISMODULE_WRITE, key, k)) {
+        item_batch_free(b);
+        return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------ RESERVE */
+
+static int cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc < 2)
+        return RedisModule_WrongArity(ctx);
+    key_options o;
+    key_options_default(&o);
+    bool has_now = false;
+    int64_t now = 0;
+    const char *err = NULL;
+    for (int i = 2; i < argc;) {
+        if (arg_is(argv[i], "NOW")) {
+            if (i + 1 >= argc || !arg_time(argv[i + 1], &now))
+                return RedisModule_ReplyWithError(ctx, "ERR bad NOW: ms since the epoch");
+            has_now = true;
+            i += 2;
+            continue;
+        }
+        int r = key_option_parse(&o, argv, argc, &i, &err);
+        if (r < 0)
+            return RedisModule_ReplyWithError(ctx, err);
+        if (r == 0)
+            return reply_unknown(ctx, argv[i], "SEEN.RESERVE");
+    }
+    if ((err = key_options_check(&o)) || (err = resolve_now(ctx, has_now, &now)))
+        return RedisModule_ReplyWithError(ctx, err);
+
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_WRITE);
+    if (RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_EMPTY) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, "ERR key already exists");
+    }
+    seen_set *set;
+    seen_err e = seen_create(&o.policy, &set);
+    if (e != SEEN_OK) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, seen_reply_error(e));
+    }
+    seen_key *k = new_value(&o, set);
+    RedisModule_ModuleTypeSetValue(key, seen_type, k);
+    after_write(ctx, key, argv[1], k, now, "seen.reserve");
+    RedisModule_CloseKey(key);
+
+    repl_args r;
+    repl_begin(ctx, &r, argv[1], now);
+    repl_policy(ctx, &r, k);
+    repl_send(ctx, &r, "SEEN.RESERVE");
+    return RedisModule_ReplyWithSimpleString(ctx, "OK");
+}
+
+/* ------------------------------------------------------------ ADD, INSERT */
+
+typedef struct add_request {
+    key_options create; /* policy of the key if this makes it */
+    bool nocreate;
+    bool has_at;
+    int64_t at;
+    bool has_now;
+    int64_t now;
+    item_source items;
+} add_request;
+
+static int do_add(RedisModuleCtx *ctx, RedisModuleString *name, add_request *q)
+{
+    item_batch b;
+    RedisModuleKey *key;
+    seen_key *k;
+    if (!write_begin(ctx, name, q->has_now, &q->now, &q->items, &b, &key, &k))
+        return REDISMODULE_OK;
+    const char *err = NULL;
+    seen_set *fresh = NULL;
+    seen_err e = SEEN_OK;
+    int64_t *at = NULL;
+    size_t added = 0;
+    if (k == NULL) {
+        if (q->nocreate)
+            err = "ERR no such key (NOCREATE)";
+        else if (!(err = key_options_check(&q->create)))
+            e = seen_create(&q->create.policy, &fresh);
+    }
+    seen_set *set = k ? k->set : fresh;
+    bool ints = set && seen_get_policy(set)->ids == SEEN_IDS_INT;
+    if (!err && e == SEEN_OK && ints)
+        item_batch_ints(&b, &err);
+    if (!err && e == SEEN_OK && q->has_at) {
+        at = RedisModule_Alloc((b.n ? b.n : 1) * sizeof *at);
+        for (size_t i = 0; i < b.n; i++)
+            at[i] = q->at;
+    }
+    if (!err && e == SEEN_OK)
+        e = ints ? seen_add_int(set, b.ints, b.n, at, q->now, &added)
+                 : seen_add_str(set, b.strs, b.n, at, q->now, &added);
+    if (at)
+        RedisModule_Free(at);
+    item_batch_free(&b);
+    if (err || e != SEEN_OK) {
+        seen_free(fresh);
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, err ? err : seen_reply_error(e));
+    }
+    /* Late events for a user with no key would otherwise leave empty keys
+     * behind: a key is made only to hold something (SEEN.RESERVE makes
+     * empty ones). */
+    if (fresh && seen_count(fresh, q->now) == 0) {
+        seen_free(fresh);
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithLongLong(ctx, 0);
+    }
+    if (fresh) {
+        k = new_value(&q->create, fresh);
+        RedisModule_ModuleTypeSetValue(key, seen_type, k);
+    }
+    after_write(ctx, key, name, k, q->now, "seen.add");
+    RedisModule_CloseKey(key);
+
+    repl_args r;
+    repl_begin(ctx, &r, name, q->now);
+    if (q->has_at) {
+        repl_word(ctx, &r, "AT");
+        repl_number(ctx, &r, q->at);
+    }
+    if (fresh)
+        repl_policy(ctx, &r, k);
+    repl_items(ctx, &r, &q->items);
+    repl_send(ctx, &r, "SEEN.INSERT");
+
+    atomic_fetch_add_explicit(&seen_counters.add_calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&seen_counters.items_added, added, memory_order_relaxed);
+    return RedisModule_ReplyWithLongLong(ctx, (long long)added);
+}
+
+static int cmd_add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc < 3)
+        return RedisModule_WrongArity(ctx);
+    add_request q = {0};
+    key_options_default(&q.create);
+    int first = 2;
+    if (arg_is(argv[2], "AT")) {
+        if (argc < 5)
+            return RedisModule_WrongArity(ctx);
+        if (!arg_time(argv[3], &q.at))
+            return RedisModule_ReplyWithError(ctx, "ERR bad AT: give ms since the epoch");
+        q.has_at = true;
+        first = 4;
+    }
+    q.items = (item_source){argv + first, argc - first, NULL};
+    return do_add(ctx, argv[1], &q);
+}
+
+static int cmd_insert(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc < 4)
+        return RedisModule_WrongArity(ctx);
+    add_request q = {0};
+    key_options_default(&q.create);
+    const char *err = NULL;
+    int i = 2;
+    while (i < argc && !is_source_word(argv[i])) {
+        if (arg_is(argv[i], "AT") || arg_is(argv[i], "NOW")) {
+            bool is_at = arg_is(argv[i], "AT");
+            int64_t *t = is_at ? &q.at : &q.now;
+            if (i + 1 >= argc || !arg_time(argv[i + 1], t))
+                return RedisModule_ReplyWithError(ctx, is_at ? "ERR bad AT: give ms since the epoch"
+                                                             : "ERR bad NOW: ms since the epoch");
+            *(is_at ? &q.has_at : &q.has_now) = true;
+            i += 2;
+        } else if (arg_is(argv[i], "NOCREATE")) {
+            q.nocreate = true;
+            i++;
+        } else {
+            int r = key_option_parse(&q.create, argv, argc, &i, &err);
+            if (r < 0)
+                return RedisModule_ReplyWithError(ctx, err);
+            if (r == 0)
+                return reply_unknown(ctx, argv[i], "SEEN.INSERT");
+        }
+    }
+    if (i >= argc)
+        return RedisModule_ReplyWithError(ctx, "ERR ITEMS or BULK expected after the options");
+    if (!source_take(argv, argc, i, &q.items, &err))
+        return RedisModule_ReplyWithError(ctx, err);
+    return do_add(ctx, argv[1], &q);
+}
+
+/* ------------------------------------------------------------ FILTER */
+
+typedef enum reply_form { REPLY_UNSEEN, REPLY_FLAGS, REPLY_INDEXES } reply_form;
+
+typedef struct filter_request {
+    RedisModuleString **keys;
+    int nkeys;
+    bool has_at;
+    int64_t at;
+    reply_form form;
+    item_source items;
+} filter_request;
+
+static void reply_filtered(RedisModuleCtx *ctx, reply_form form, const item_batch *b,
+                           const uint8_t *seen, size_t nseen)
+{
+    switch (form) {
+    case REPLY_UNSEEN:
+        RedisModule_ReplyWithArray(ctx, (long)(b->n - nseen));
+        for (size_t i = 0; i < b->n; i++)
+            if (!seen[i])
+                RedisModule_ReplyWithStringBuffer(ctx, b->strs[i].ptr, b->strs[i].len);
+        break;
+    case REPLY_FLAGS: {
+        char *flags = RedisModule_Alloc(b->n ? b->n : 1);
+        for (size_t i = 0; i < b->n; i++)
+            flags[i] = seen[i] ? '1' : '0';
+        RedisModule_ReplyWithStringBuffer(ctx, flags, b->n);
+        RedisModule_Free(flags);
+        break;
+    }
+    case REPLY_INDEXES:
+        RedisModule_ReplyWithArray(ctx, (long)nseen);
+        for (size_t i = 0; i < b->n; i++)
+            if (seen[i])
+                RedisModule_ReplyWithLongLong(ctx, (long long)i);
+        break;
+    }
+}
+
+/* Run the candidates against every key (a missing key has seen nothing);
+ * each is hashed once per kind of key, however many keys there are. */
+static const char *run_filter(RedisModuleKey **keys, int nkeys, item_batch *b, int64_t now,
+                              uint8_t *seen)
+{
+    seen_query *by_kind[2] = {NULL, NULL};
+    const char *err = NULL;
+    for (int j = 0; j < nkeys && !err; j++) {
+        seen_key *k = RedisModule_ModuleTypeGetValue(keys[j]);
+        if (k == NULL)
+            continue;
+        seen_ids ids = seen_get_policy(k->set)->ids;
+        seen_err e = SEEN_OK;
+        if (by_kind[ids] == NULL) {
+            if (ids == SEEN_IDS_INT)
+                e = item_batch_ints(b, &err) ? seen_query_int(b->ints, b->n, &by_kind[ids])
+                                             : SEEN_OK;
+            else
+                e = seen_query_str(b->strs, b->n, &by_kind[ids]);
+        }
+        if (!err && e == SEEN_OK)
+            e = seen_query_run(k->set, by_kind[ids], now, seen);
+        if (!err && e != SEEN_OK)
+            err = seen_reply_error(e);
+    }
+    seen_query_free(by_kind[0]);
+    seen_query_free(by_kind[1]);
+    return err;
+}
+
+static int do_filter(RedisModuleCtx *ctx, filter_request *q)
+{
+    const char *err;
+    item_batch b;
+    if (!source_parse(&q->items, &b, &err)) {
+        item_batch_free(&b);
+        return RedisModule_ReplyWithError(ctx, err);
+    }
+    RedisModuleKey **keys = RedisModule_Alloc((size_t)q->nkeys * sizeof *keys);
+    int opened = 0;
+    for (; opened < q->nkeys; opened++) {
+        seen_key *k;
+        if (!open_seen_key(ctx, q->keys[opened], REDISMODULE_READ, &keys[opened], &k))
+            break;
+    }
+    if (opened == q->nkeys) {
+        int64_t now = q->has_at ? q->at : RedisModule_Milliseconds();
+        uint8_t *seen = RedisModule_Alloc(b.n ? b.n : 1);
+        memset(seen, 0, b.n);
+        err = run_filter(keys, q->nkeys, &b, now, seen);
+        if (err) {
+            RedisModule_ReplyWithError(ctx, err);
+        } else {
+            size_t nseen = 0;
+            for (size_t i = 0; i < b.n; i++)
+                nseen += seen[i];
+            reply_filtered(ctx, q->form, &b, seen, nseen);
+            atomic_fetch_add_explicit(&seen_counters.filter_calls, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&seen_counters.candidates_checked, b.n, memory_order_relaxed);
+            atomic_fetch_add_explicit(&seen_counters.candidates_seen, nseen, memory_order_relaxed);
+        }
+        RedisModule_Free(seen);
+    }
+    for (int j = 0; j < opened; j++)
+        RedisModule_CloseKey(keys[j]);
+    RedisModule_Free(keys);
+    item_batch_free(&b);
+    return REDISMODULE_OK;
+}
+
+static int cmd_filter(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc < 3)
+        return RedisModule_WrongArity(ctx);
+    filter_request q = {argv + 1, 1, false, 0, REPLY_UNSEEN, {argv + 2, argc - 2, NULL}};
+    return do_filter(ctx, &q);
+}
+
+/* numkeys at argv[1], or 0 if it is not a usable count. */
+static int mfilter_numkeys(RedisModuleString **argv, int argc)
+{
+    uint64_t n;
+    if (argc < 3 || !arg_u64(argv[1], &n) || n < 1 || n > (uint64_t)argc - 2)
+        return 0;
+    return (int)n;
+}
+
+static int cmd_mfilter(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    int numkeys = mfilter_numkeys(argv, argc);
+    /* Redis (ACL, Cluster routing) may only ask where the keys are: answer
+     * that and touch nothing. */
+    if (RedisModule_IsKeysPositionRequest(ctx)) {
+        for (int j = 0; j < numkeys; j++)
+            RedisModule_KeyAtPosWithFlags(ctx, 2 + j, (int)REDISMODULE_CMD_KEY_RO);
+        return REDISMODULE_OK;
+    }
+    if (argc < 5)
+        return RedisModule_WrongArity(ctx);
+    if (numkeys == 0)
+        return RedisModule_ReplyWithError(
+            ctx, "ERR numkeys must be a positive integer no larger than the number of keys given");
+    filter_request q = {argv + 2, numkeys, false, 0, REPLY_UNSEEN, {NULL, 0, NULL}};
+    const char *err = NULL;
+    int i = 2 + numkeys;
+    while (i < argc && !is_source_word(argv[i])) {
+        if (arg_is(argv[i], "AT")) {
+            if (i + 1 >= argc || !arg_time(argv[i + 1], &q.at))
+                return RedisModule_ReplyWithError(ctx, "ERR bad AT: give ms since the epoch");
+            q.has_at = true;
+        } else if (arg_is(argv[i], "REPLY")) {
+            if (i + 1 < argc && arg_is(argv[i + 1], "UNSEEN"))
+                q.form = REPLY_UNSEEN;
+            else if (i + 1 < argc && arg_is(argv[i + 1], "FLAGS"))
+                q.form = REPLY_FLAGS;
+            else if (i + 1 < argc && arg_is(argv[i + 1], "INDEXES"))
+                q.form = REPLY_INDEXES;
+            else
+                return RedisModule_ReplyWithError(ctx,
+                                                  "ERR REPLY must be UNSEEN, FLAGS or INDEXES");
+        } else {
+            return reply_unknown(ctx, argv[i], "SEEN.MFILTER");
+        }
+        i += 2;
+    }
+    if (i >= argc)
+        return RedisModule_ReplyWithError(ctx, "ERR ITEMS or BULK expected after the options");
+    if (!source_take(argv, argc, i, &q.items, &err))
+        return RedisModule_ReplyWithError(ctx, err);
+    return do_filter(ctx, &q);
+}
+
+/* ------------------------------------------------------------ DEL, REMOVE */
+
+static int do_remove(RedisModuleCtx *ctx, RedisModuleString *name, bool has_now, int64_t now,
+                     const item_source *src)
+{
+    item_batch b;
+    RedisModuleKey *key;
+    seen_key *k;
+    if (!write_begin(ctx, name, has_now, &now, src, &b, &key, &k))
+        return REDISMODULE_OK;
+    const char *err = NULL;
+    if (k == NULL) {
+        item_batch_free(&b);
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithLongLong(ctx, 0);
+    }
+    size_t removed = 0;
+    seen_err e = SEEN_OK;
+    if (seen_get_policy(k->set)->ids == SEEN_IDS_INT) {
+        if (item_batch_ints(&b, &err))
+            e = seen_remove_int(k->set, b.ints, b.n, now, &removed);
+    } else {
+        e = seen_remove_str(k->set, b.strs, b.n, now, &removed);
+    }
+    item_batch_free(&b);
+    if (err || e != SEEN_OK) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, err ? err : seen_reply_error(e));
+    }
+    after_write(ctx, key, name, k, now, "seen.del");
+    RedisModule_CloseKey(key);
+
+    repl_args r;
+    repl_begin(ctx, &r, name, now);
+    repl_items(ctx, &r, src);
+    repl_send(ctx, &r, "SEEN.REMOVE");
+
+    atomic_fetch_add_explicit(&seen_counters.remove_calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&seen_counters.items_removed, removed, memory_order_relaxed);
+    return RedisModule_ReplyWithLongLong(ctx, (long long)removed);
+}
+
+static int cmd_del(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc < 3)
+        return RedisModule_WrongArity(ctx);
+    item_source src = {argv + 2, argc - 2, NULL};
+    return do_remove(ctx, argv[1], false, 0, &src);
+}
+
+static int cmd_remove(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc < 4)
+        return RedisModule_WrongArity(ctx);
+    bool has_now = false;
+    int64_t now = 0;
+    int i = 2;
+    if (arg_is(argv[i], "NOW")) {
+        if (i + 1 >= argc || !arg_time(argv[i + 1], &now))
+            return RedisModule_ReplyWithError(ctx, "ERR bad NOW: ms since the epoch");
+        has_now = true;
+        i += 2;
+    }
+    if (i >= argc || !is_source_word(argv[i]))
+        return i < argc ? reply_unknown(ctx, argv[i], "SEEN.REMOVE")
+                        : RedisModule_ReplyWithError(ctx, "ERR ITEMS or BULK expected");
+    item_source src;
+    const char *err;
+    if (!source_take(argv, argc, i, &src, &err))
+        return RedisModule_ReplyWithError(ctx, err);
+    return do_remove(ctx, argv[1], has_now, now, &src);
+}
+
+/* ------------------------------------------------------------ COUNT, INFO */
+
+static int cmd_count(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc != 2)
+        return RedisModule_WrongArity(ctx);
+    seen_key *k;
+    RedisModuleKey *key;
+    if (!open_seen_key(ctx, argv[1], REDISMODULE_READ, &key, &k))
+        return REDISMODULE_OK;
+    long long n = k ? (long long)seen_count(k->set, RedisModule_Milliseconds()) : 0;
+    RedisModule_CloseKey(key);
+    return RedisModule_ReplyWithLongLong(ctx, n);
+}
+
+static const char *encoding_name(seen_encoding e)
+{
+    switch (e) {
+    case SEEN_ENC_BUFFER:
+        return "buffer";
+    case SEEN_ENC_EXACT:
+        return "exact";
+    case SEEN_ENC_COMPACT:
+        return "compact";
+    }
+    return "unknown";
+}
+
+/* One word for the whole set: how its stored runs are encoded. */
+static const char *set_encoding(const seen_run_info *runs, size_t n)
+{
+    bool exact = false, compact = false;
+    for (size_t i = 0; i < n; i++) {
+        exact |= runs[i].encoding == SEEN_ENC_EXACT;
+        compact |= runs[i].encoding == SEEN_ENC_COMPACT;
+    }
+    if (compact)
+        return exact ? "mixed" : "compact";
+    return n ? "exact" : "empty";
+}
+
+static void reply_policy(RedisModuleCtx *ctx, const seen_key *k)
+{
+    const seen_policy *p = seen_get_policy(k->set);
+    RedisModule_ReplyWithMap(ctx, 8);
+    RedisModule_ReplyWithCString(ctx, "window-ms");
+    RedisModule_ReplyWithLongLong(ctx, (long long)p->window_ms);
+    RedisModule_ReplyWithCString(ctx, "slices");
+    RedisModule_ReplyWithLongLong(ctx, p->slices);
+    RedisModule_ReplyWithCString(ctx, "error");
+    RedisModule_ReplyWithDouble(ctx, p->error);
+    RedisModule_ReplyWithCString(ctx, "capacity");
+    RedisModule_ReplyWithLongLong(ctx, (long long)p->capacity);
+    RedisModule_ReplyWithCString(ctx, "ids");
+    RedisModule_ReplyWithCString(ctx, p->ids == SEEN_IDS_INT ? "int" : "str");
+    RedisModule_ReplyWithCString(ctx, "exact-limit");
+    RedisModule_ReplyWithLongLong(ctx, p->exact_limit);
+    RedisModule_ReplyWithCString(ctx, "expiry");
+    RedisModule_ReplyWithCString(ctx, (k->flags & SEEN_KEY_EXPIRY) ? "on" : "off");
+    RedisModule_ReplyWithCString(ctx, "jitter-ms");
+    RedisModule_ReplyWithLongLong(ctx, k->jitter_ms);
+}
+
+static void reply_runs(RedisModuleCtx *ctx, const seen_run_info *runs, size_t n)
+{
+    RedisModule_ReplyWithArray(ctx, (long)n);
+    for (size_t i = 0; i < n; i++) {
+        RedisModule_ReplyWithMap(ctx, 6);
+        RedisModule_ReplyWithCString(ctx, "encoding");
+        RedisModule_ReplyWithCString(ctx, encoding_name(runs[i].encoding));
+        RedisModule_ReplyWithCString(ctx, "items");
+        RedisModule_ReplyWithLongLong(ctx, (long long)runs[i].items);
+        RedisModule_ReplyWithCString(ctx, "bytes");
+        RedisModule_ReplyWithLongLong(ctx, (long long)runs[i].bytes);
+        RedisModule_ReplyWithCString(ctx, "bits-per-item");
+        RedisModule_ReplyWithDouble(ctx, runs[i].bits_per_item);
+        RedisModule_ReplyWithCString(ctx, "fpr");
+        RedisModule_ReplyWithDouble(ctx, runs[i].fpr);
+        RedisModule_ReplyWithCString(ctx, "segments");
+        RedisModule_ReplyWithLongLong(ctx, runs[i].segments);
+    }
+}
+
+static void reply_slices(RedisModuleCtx *ctx, const seen_segment_info *segs, size_t n, int64_t now)
+{
+    RedisModule_ReplyWithArray(ctx, (long)n);
+    for (size_t i = 0; i < n; i++) {
+        const seen_segment_info *g = &segs[i];
+        bool windowed = g->forget_ms != INT64_MAX;
+        RedisModule_ReplyWithMap(ctx, 6);
+        RedisModule_ReplyWithCString(ctx, "start-ms");
+        RedisModule_ReplyWithLongLong(ctx, g->start_ms);
+        RedisModule_ReplyWithCString(ctx, "age-ms");
+        RedisModule_ReplyWithLongLong(ctx, windowed ? now - g->start_ms : 0);
+        RedisModule_ReplyWithCString(ctx, "end-ms");
+        RedisModule_ReplyWithLongLong(ctx, windowed ? g->end_ms : -1);
+        RedisModule_ReplyWithCString(ctx, "forget-at-ms");
+        RedisModule_ReplyWithLongLong(ctx, windowed ? g->forget_ms : -1);
+        RedisModule_ReplyWithCString(ctx, "step");
+        RedisModule_ReplyWithLongLong(ctx, g->seq);
+        RedisModule_ReplyWithCString(ctx, "items");
+        RedisModule_ReplyWithLongLong(ctx, (long long)g->items);
+    }
+}
+
+static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc != 2)
+        return RedisModule_WrongArity(ctx);
+    seen_key *k;
+    RedisModuleKey *key;
+    if (!open_seen_key(ctx, argv[1], REDISMODULE_READ, &key, &k))
+        return REDISMODULE_OK;
+    if (k == NULL) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, "ERR no such key");
+    }
+    int64_t now = RedisModule_Milliseconds();
+    size_t nruns = seen_runs(k->set, NULL, 0);
+    size_t nsegs = seen_segments(k->set, now, NULL, 0);
+    seen_run_info *runs = RedisModule_Alloc((nruns ? nruns : 1) * sizeof *runs);
+    seen_segment_info *segs = RedisModule_Alloc((nsegs ? nsegs : 1) * sizeof *segs);
+    nruns = seen_runs(k->set, runs, nruns);
+    nsegs = seen_segments(k->set, now, segs, nsegs);
+    int64_t forget = seen_forget_all_at(k->set);
+
+    RedisModule_ReplyWithMap(ctx, 10);
+    RedisModule_ReplyWithCString(ctx, "policy");
+    reply_policy(ctx, k);
+    RedisModule_ReplyWithCString(ctx, "items");
+    RedisModule_ReplyWithLongLong(ctx, (long long)seen_count(k->set, now));
+    RedisModule_ReplyWithCString(ctx, "bytes");
+    RedisModule_ReplyWithLongLong(ctx, (long long)(seen_bytes(k->set) + RedisModule_MallocSize(k)));
+    RedisModule_ReplyWithCString(ctx, "serialized-bytes");
+    RedisModule_ReplyWithLongLong(ctx, (long long)seen_serialized_size(k->set));
+    RedisModule_ReplyWithCString(ctx, "error");
+    RedisModule_ReplyWithDouble(ctx, seen_get_policy(k->set)->error);
+    RedisModule_ReplyWithCString(ctx, "fpr-estimate");
+    RedisModule_ReplyWithDouble(ctx, seen_fpr_estimate(k->set));
+    RedisModule_ReplyWithCString(ctx, "forget-all-at-ms");
+    RedisModule_ReplyWithLongLong(ctx, forget == INT64_MAX ? -1 : forget);
+    RedisModule_ReplyWithCString(ctx, "encoding");
+    RedisModule_ReplyWithCString(ctx, set_encoding(runs, nruns));
+    RedisModule_ReplyWithCString(ctx, "runs");
+    reply_runs(ctx, runs, nruns);
+    RedisModule_ReplyWithCString(ctx, "slices");
+    reply_slices(ctx, segs, nsegs, now);
+    RedisModule_Free(runs);
+    RedisModule_Free(segs);
+    RedisModule_CloseKey(key);
+    return REDISMODULE_OK;
+}
+
+/* ------------------------------------------------------------ LOAD */
+
+/*
+ * A serialized set sent in chunks (OFFSET/TOTAL) is assembled here until its
+ * last chunk arrives.  One upload at a time: OFFSET 0 starts a new one and
+ * drops any unfinished one, which is all an AOF replay needs (it loads keys
+ * one after another) and keeps the state bounded.
+ */
+static struct {
+    RedisModuleString *key;
+    int db;
+    uint8_t *buf;
+    size_t len, total;
+} upload;
+
+static void upload_reset(void)
+{
+    if (upload.key)
+        RedisModule_FreeString(NULL, upload.key);
+    if (upload.buf)
+        RedisModule_Free(upload.buf);
+    memset(&upload, 0, sizeof upload);
+}
+
+typedef struct load_request {
+    bool has_now, chunked;
+    int64_t now;
+    key_options meta;
+    uint64_t offset, total;
+    RedisModuleString *blob;
+} load_request;
+
+static const char *load_parse(RedisModuleString **argv, int argc, load_request *q)
+{
+    memset(q, 0, sizeof *q);
+    q->meta.jitter_ms = -1;
+    bool has_offset = false, has_total = false;
+    if ((argc - 3) % 2 != 0)
+        return "ERR syntax error: SEEN.LOAD key [option value ...] blob";
+    for (int i = 2; i < argc - 1; i += 2) {
+        RedisModuleString *name = argv[i], *value = argv[i + 1];
+        if (arg_is(name, "NOW")) {
+            if (!arg_time(value, &q->now))
+                return "ERR bad NOW: ms since the epoch";
+            q->has_now = true;
+        } else if (arg_is(name, "OFFSET")) {
+            if (!arg_u64(value, &q->offset))
+                return "ERR bad OFFSET";
+            has_offset = true;
+        } else if (arg_is(name, "TOTAL")) {
+            if (!arg_u64(value, &q->total) || q->total == 0 || q->total > SIZE_MAX / 2)
+                return "ERR bad TOTAL";
+            has_total = true;
+        } else if (arg_is(name, "EXPIRY") || arg_is(name, "JITTER")) {
+            int at = i;
+            const char *err = NULL;
+            if (key_option_parse(&q->meta, argv, argc - 1, &at, &err) < 0)
+                return err;
+        } else {
+            return "ERR unknown option for SEEN.LOAD";
+        }
+    }
+    if (has_offset != has_total)
+        return "ERR OFFSET and TOTAL go together";
+    q->chunked = has_offset;
+    q->blob = argv[argc - 1];
+    return NULL;
+}
+
+/* Add a chunk to the upload; true when the whole set has arrived. */
+static const char *upload_add(RedisModuleCtx *ctx, RedisModuleString *name, const load_request *q,
+                              bool *complete)
+{
+    size_t len;
+    const char *bytes = RedisModule_StringPtrLen(q->blob, &len);
+    int db = RedisModule_GetSelectedDb(ctx);
+    if (q->offset == 0) {
+        upload_reset();
+        size_t klen;
+        const char *k = RedisModule_StringPtrLen(name, &klen);
+        upload.key = RedisModule_CreateString(NULL, k, klen);
+        upload.db = db;
+        upload.total = q->total;
+    } else {
+        size_t a, b;
+        const char *pa = upload.key ? RedisModule_StringPtrLen(upload.key, &a) : NULL;
+        const char *pb = RedisModule_StringPtrLen(name, &b);
+        if (!pa || a != b || memcmp(pa, pb, a) != 0 || upload.db != db ||
+            upload.total != q->total || upload.len != q->offset)
+            return "ERR chunk out of order: start again from OFFSET 0";
+    }
+    if (len > upload.total - upload.len)
+        return "ERR chunk goes past TOTAL";
+    /* Grow with what arrives, never by what TOTAL claims. */
+    upload.buf = RedisModule_Realloc(upload.buf, upload.len + len ? upload.len + len : 1);
+    memcpy(upload.buf + upload.len, bytes, len);
+    upload.len += len;
+    *complete = upload.len == upload.total;
+    return NULL;
+}
+
+static void repl_load(RedisModuleCtx *ctx, RedisModuleString *name, const load_request *q,
+                      const seen_key *k, int64_t now)
+{
+    repl_args r;
+    repl_begin(ctx, &r, name, now);
+    repl_word(ctx, &r, "EXPIRY");
+    repl_word(ctx, &r,
+              k ? ((k->flags & SEEN_KEY_EXPIRY) ? "ON" : "OFF") : (q->meta.expiry ? "ON" : "OFF"));
+    if (k || q->meta.jitter_ms >= 0) {
+        repl_word(ctx, &r, "JITTER");
+        repl_number(ctx, &r, k ? k->jitter_ms : q->meta.jitter_ms);
+    }
+    if (q->chunked) {
+        repl_word(ctx, &r, "OFFSET");
+        repl_number(ctx, &r, (long long)q->offset);
+        repl_word(ctx, &r, "TOTAL");
+        repl_number(ctx, &r, (long long)q->total);
+    }
+    repl_push(&r, q->blob, false);
+    repl_send(ctx, &r, "SEEN.LOAD");
+}
+
+static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc < 3)
+        return RedisModule_WrongArity(ctx);
+    load_request q;
+    const char *err = load_parse(argv, argc, &q);
+    int64_t now = q.now;
+    if (err || (err = resolve_now(ctx, q.has_now, &now)))
+        return RedisModule_ReplyWithError(ctx, err);
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_WRITE);
+    if (RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_EMPTY) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, "ERR key already exists");
+    }
+    const uint8_t *bytes;
+    size_t len;
+    bool complete = true;
+    if (q.chunked) {
+        if ((err = upload_add(ctx, argv[1], &q, &complete))) {
+            RedisModule_CloseKey(key);
+            return RedisModule_ReplyWithError(ctx, err);
+        }
+        if (!complete) {
+            RedisModule_CloseKey(key);
+            repl_load(ctx, argv[1], &q, NULL, now);
+            return RedisModule_ReplyWithSimpleString(ctx, "OK");
+        }
+        bytes = upload.buf;
+        len = upload.len;
+    } else {
+        bytes = (const uint8_t *)RedisModule_StringPtrLen(q.blob, &len);
+    }
+    seen_set *set;
+    seen_err e = seen_key_deserialize(bytes, len, &set);
+    if (q.chunked)
+        upload_reset();
+    if (e != SEEN_OK) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, seen_reply_error(e));
+    }
+    if (q.meta.jitter_ms < 0)
+        q.meta.jitter_ms = q.meta.expiry ? draw_jitter() : 0;
+    if (!seen_key_meta_valid(q.meta.expiry ? SEEN_KEY_EXPIRY : 0, q.meta.jitter_ms,
+                             seen_get_policy(set))) {
+        seen_free(set);
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(
+            ctx, "ERR EXPIRY ON needs a set with a window: a key without one is never forgotten");
+    }
+    seen_key *k = new_value(&q.meta, set);
+    RedisModule_ModuleTypeSetValue(key, seen_type, k);
+    after_write(ctx, key, argv[1], k, now, "seen.load");
+    RedisModule_CloseKey(key);
+    repl_load(ctx, argv[1], &q, k, now);
+    return RedisModule_ReplyWithSimpleString(ctx, "OK");
+}
+
+/* ------------------------------------------------------------ registration */
+
+typedef struct command_def {
+    const char *name;
+    RedisModuleCmdFunc fn;
+    const char *flags;
+    int arity;
+    uint64_t key_flags;
+    const char *summary;
+    const char *complexity;
+} command_def;
+
+#define KEY_WRITE_INSERT (REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_INSERT)
+#define KEY_WRITE_DELETE (REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_DELETE)
+
+static const command_def commands[] = {
+    {"seen.reserve", cmd_reserve, "write deny-oom", -2, KEY_WRITE_INSERT,
+     "Create an empty seen set with a policy", "O(1)"},
+    {"seen.add", cmd_add, "write deny-oom", -3, KEY_WRITE_INSERT,
+     "Add items; returns how many were new", "O(N log N) for N items"},
+    {"seen.insert", cmd_insert, "write deny-oom", -4, KEY_WRITE_INSERT,
+     "Add items given as arguments or in one newline-separated argument", "O(N log N) for N items"},
+    {"seen.filter", cmd_filter, "readonly fast", -3, REDISMODULE_CMD_KEY_RO,
+     "Return the candidates not seen, in input order", "O(N log N) for N candidates"},
+    {"seen.del", cmd_del, "write", -3, KEY_WRITE_DELETE, "Forget items; returns how many were seen",
+     "O(N log N + M) for N items, M stored"},
+    {"seen.remove", cmd_remove, "write", -4, KEY_WRITE_DELETE,
+     "Forget items given as arguments or in one newline-separated argument",
+     "O(N log N + M) for N items, M stored"},
+    {"seen.count", cmd_count, "readonly fast", 2, REDISMODULE_CMD_KEY_RO,
+     "Number of items remembered", "O(S) for S slices"},
+    {"seen.info", cmd_info, "readonly fast", 2, REDISMODULE_CMD_KEY_RO,
+     "Policy, size, encodings, slices and false-positive rates of a set", "O(S) for S slices"},
+    {"seen.load", cmd_load, "write deny-oom", -3,
+     REDISMODULE_CMD_KEY_OW | REDISMODULE_CMD_KEY_UPDATE,
+     "Create a key from a serialized set (AOF rewrite form)", "O(M) for M stored bytes"},
+};
+
+static const RedisModuleCommandInfoVersion info_version = {
+    1, sizeof(RedisModuleCommandHistoryEntry), sizeof(RedisModuleCommandKeySpec),
+    sizeof(RedisModuleCommandArg)};
+
+static int set_info(RedisModuleCtx *ctx, const char *name, const char *summary,
+                    const char *complexity, int arity, RedisModuleCommandKeySpec *specs)
+{
+    RedisModuleCommand *cmd = RedisModule_GetCommand(ctx, name);
+    RedisModuleCommandInfo info = {
+        .version = &info_version,
+        .summary = summary,
+        .complexity = complexity,
+        .since = SEEN_VERSION_STRING,
+        .arity = arity,
+        .key_specs = specs,
+    };
+    return cmd ? RedisModule_SetCommandInfo(cmd, &info) : REDISMODULE_ERR;
+}
+
+int seen_commands_register(RedisModuleCtx *ctx)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        const command_def *c = &commands[i];
+        if (RedisModule_CreateCommand(ctx, c->name, c->fn, c->flags, 1, 1, 1) != REDISMODULE_OK)
+            return REDISMODULE_ERR;
+        RedisModuleCommandKeySpec specs[2] = {{0}};
+        specs[0].flags = c->key_flags;
+        specs[0].begin_search_type = REDISMODULE_KSPEC_BS_INDEX;
+        specs[0].bs.index.pos = 1;
+        specs[0].find_keys_type = REDISMODULE_KSPEC_FK_RANGE;
+        specs[0].fk.range.lastkey = 0;
+        specs[0].fk.range.keystep = 1;
+        if (set_info(ctx, c->name, c->summary, c->complexity, c->arity, specs) != REDISMODULE_OK)
+            return REDISMODULE_ERR;
+    }
+    /* Keys counted by numkeys: key specs give ACL the keys; Redis 7.0's
+     * Cluster routing only reads legacy ranges or the getkeys API, so the
+     * command also answers key-position requests itself. */
+    if (RedisModule_CreateCommand(ctx, "seen.mfilter", cmd_mfilter, "readonly fast getkeys-api", 0,
+                                  0, 0) != REDISMODULE_OK)
+        return REDISMODULE_ERR;
+    RedisModuleCommandKeySpec specs[2] = {{0}};
+    specs[0].flags = REDISMODULE_CMD_KEY_RO;
+    specs[0].begin_search_type = REDISMODULE_KSPEC_BS_INDEX;
+    specs[0].bs.index.pos = 1;
+    specs[0].find_keys_type = REDISMODULE_KSPEC_FK_KEYNUM;
+    specs[0].fk.keynum.keynumidx = 0;
+    specs[0].fk.keynum.firstkey = 1;
+    specs[0].fk.keynum.keystep = 1;
+    return set_info(ctx, "seen.mfilter",
+                    "Filter candidates against several sets at once; compact reply forms",
+                    "O(K * N log N) for K keys and N candidates", -5, specs);
+}

@@ -1,0 +1,141 @@
+/*
+ * module.h — what the files of the Redis module share: the value stored
+ * under a key, the module configuration, the INFO counters, and the
+ * parsing helpers every command uses.  Nothing here is visible outside
+ * seen.so (only RedisModule_OnLoad is exported).
+ */
+#ifndef SEEN_MODULE_H
+#define SEEN_MODULE_H
+
+#include "rm_api.h"
+#include "seen.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+/* ------------------------------------------------------------ the value */
+
+/* Flags of a key, stored with it (RDB, AOF, replication). */
+#define SEEN_KEY_EXPIRY 1u /* the module sets the key's TTL after each write */
+#define SEEN_KEY_FLAGS_ALL SEEN_KEY_EXPIRY
+
+typedef struct seen_key {
+    seen_set *set;
+    uint32_t flags;
+    /* Added to the time everything is forgotten, so keys written at the same
+     * moment expire at different times.  Drawn once, when the key is made,
+     * and kept with it so replicas and reloads compute the same TTL. */
+    int64_t jitter_ms;
+    /* This key's share of the INFO totals, as of its last write. */
+    uint64_t counted_items;
+    uint64_t counted_bytes;
+} seen_key;
+
+extern RedisModuleType *seen_type;
+
+/* Wrap a set (taking it over); NULL only if out of memory. */
+seen_key *seen_key_new(seen_set *set, uint32_t flags, int64_t jitter_ms);
+void seen_key_free(seen_key *key);
+/* Recount the key's share of the INFO totals after a write at `now`. */
+void seen_key_account(seen_key *key, int64_t now);
+/* Register the data type; REDISMODULE_ERR on failure. */
+int seen_type_register(RedisModuleCtx *ctx);
+
+/* The one place the module turns untrusted bytes into a set. */
+seen_err seen_key_deserialize(const uint8_t *buf, size_t len, seen_set **out);
+
+/* Would adding to this set hit the core's buffer-growth bug (type.c)? */
+
+/* The fields of a key's envelope are checked the same way wherever they
+ * come from (RDB, SEEN.LOAD). */
+bool seen_key_meta_valid(uint32_t flags, int64_t jitter_ms, const seen_policy *policy);
+
+/* ------------------------------------------------------------ configs */
+
+typedef struct seen_config {
+    seen_policy policy;        /* for keys that SEEN.ADD creates */
+    bool key_expiry;           /* module-managed TTL for new keys */
+    uint64_t expiry_jitter_ms; /* jitter of new keys drawn from [0, this] */
+    uint64_t max_batch;        /* items in one command */
+    uint64_t aof_chunk;        /* bytes per SEEN.LOAD in an AOF rewrite */
+} seen_config;
+
+extern seen_config seen_cfg;
+
+int seen_config_register(RedisModuleCtx *ctx);
+
+/* ------------------------------------------------------------ counters */
+
+/* Key, item and byte totals change in free(), which Redis may run on a
+ * lazy-free thread, hence atomics; the rest move on the main thread only,
+ * but are atomics too so that INFO never reads a torn value. */
+typedef struct seen_stats {
+    atomic_ullong keys;
+    atomic_ullong items;
+    atomic_ullong bytes;
+    atomic_ullong add_calls;
+    atomic_ullong items_added;
+    atomic_ullong filter_calls;
+    atomic_ullong candidates_checked;
+    atomic_ullong candidates_seen;
+    atomic_ullong remove_calls;
+    atomic_ullong items_removed;
+} seen_stats;
+
+extern seen_stats seen_counters;
+
+int seen_commands_register(RedisModuleCtx *ctx);
+
+/* ------------------------------------------------------------ parsing */
+
+/* Does the argument equal `word`, ignoring case? */
+bool arg_is(RedisModuleString *arg, const char *word);
+
+/* "90d", "36h", "10m", "30s", "500ms" or plain milliseconds. */
+bool parse_duration(const char *s, size_t len, uint64_t *ms);
+/* A decimal integer 0..UINT64_MAX: digits only. */
+bool parse_u64(const char *s, size_t len, uint64_t *out);
+bool arg_u64(RedisModuleString *arg, uint64_t *out);
+/* A time in ms since the epoch, 0..SEEN_MAX_TIME_MS. */
+bool arg_time(RedisModuleString *arg, int64_t *out);
+/* An error rate: "exact", or a number (range checked by the core). */
+bool parse_error_rate(const char *s, size_t len, double *out);
+
+/* The candidates or items of one command. */
+typedef struct item_batch {
+    seen_str *strs;
+    size_t n;
+    uint64_t *ints; /* filled by item_batch_ints() */
+} item_batch;
+
+/* From arguments, or from one argument of "\n"-separated items (one final
+ * "\n" is allowed).  Checks the batch limit and item lengths; on error
+ * returns false and sets *err to a reply-ready message. */
+bool item_batch_from_args(item_batch *b, RedisModuleString **argv, int n, const char **err);
+bool item_batch_from_bulk(item_batch *b, RedisModuleString *bulk, const char **err);
+/* Parse every item as an unsigned 64-bit decimal integer. */
+bool item_batch_ints(item_batch *b, const char **err);
+void item_batch_free(item_batch *b);
+
+/* Options that shape a new key (SEEN.RESERVE, SEEN.INSERT). */
+typedef struct key_options {
+    seen_policy policy;
+    bool expiry;
+    int64_t jitter_ms; /* -1: draw one when the key is made */
+} key_options;
+
+/* Defaults from the module configuration. */
+void key_options_default(key_options *o);
+/*
+ * If argv[*i] names a key option, parse it and its value, advance *i past
+ * them and return 1; return 0 if it names none; -1 with *err set if it
+ * does but its value is wrong.
+ */
+int key_option_parse(key_options *o, RedisModuleString **argv, int argc, int *i, const char **err);
+/* Check the whole policy; NULL or the error message. */
+const char *key_options_check(const key_options *o);
+
+/* The reply-ready message of a core error ("ERR ..."). */
+const char *seen_reply_error(seen_err err);
+
+#endif /* SEEN_MODULE_H */

@@ -1,0 +1,295 @@
+/*
+ * parse.c — turning command arguments into numbers, durations, policies
+ * and item batches.  Every parser is strict (no signs, spaces or trailing
+ * bytes) so that an argument is either understood exactly or rejected with
+ * an error that names what was wrong; nothing is silently truncated.
+ */
+#include "module.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+bool arg_is(RedisModuleString *arg, const char *word)
+{
+    size_t len;
+    const char *s = RedisModule_StringPtrLen(arg, &len);
+    return len == strlen(word) && strncasecmp(s, word, len) == 0;
+}
+
+bool parse_u64(const char *s, size_t len, uint64_t *out)
+{
+    if (len == 0 || len > 20)
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        uint64_t d = (uint64_t)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
+bool arg_u64(RedisModuleString *arg, uint64_t *out)
+{
+    size_t len;
+    const char *s = RedisModule_StringPtrLen(arg, &len);
+    return parse_u64(s, len, out);
+}
+
+bool arg_time(RedisModuleString *arg, int64_t *out)
+{
+    uint64_t v;
+    if (!arg_u64(arg, &v) || v > (uint64_t)SEEN_MAX_TIME_MS)
+        return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+bool parse_duration(const char *s, size_t len, uint64_t *ms)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t ms;
+    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+    size_t digits = 0;
+    while (digits < len && s[digits] >= '0' && s[digits] <= '9')
+        digits++;
+    uint64_t n;
+    if (!parse_u64(s, digits, &n))
+        return false;
+    size_t rest = len - digits;
+    if (rest == 0) {
+        *ms = n;
+        return true;
+    }
+    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
+        if (rest == strlen(units[u].suffix) &&
+            strncasecmp(s + digits, units[u].suffix, rest) == 0) {
+            if (n > UINT64_MAX / units[u].ms)
+                return false;
+            *ms = n * units[u].ms;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool parse_error_rate(const char *s, size_t len, double *out)
+{
+    if (len == 5 && strncasecmp(s, "exact", 5) == 0) {
+        *out = 0.0;
+        return true;
+    }
+    char buf[64];
+    if (len == 0 || len >= sizeof buf)
+        return false;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    char *end;
+    double d = strtod(buf, &end);
+    /* 0 would mean exact: that must be asked for by name, not by a typo. */
+    if (end != buf + len || !isfinite(d) || d <= 0.0)
+        return false;
+    *out = d;
+    return true;
+}
+
+/* ------------------------------------------------------------ items */
+
+static char batch_error[96];
+
+static bool batch_size_ok(size_t n, const char **err)
+{
+    if (n > seen_cfg.max_batch) {
+        snprintf(batch_error, sizeof batch_error,
+                 "ERR batch of %zu items is larger than seen.max-batch (%llu)", n,
+                 (unsigned long long)seen_cfg.max_batch);
+        *err = batch_error;
+        return false;
+    }
+    return true;
+}
+
+static bool batch_lengths_ok(const item_batch *b, const char **err)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->strs[i].len == 0 || b->strs[i].len > SEEN_MAX_ITEM_LEN) {
+            *err = seen_reply_error(SEEN_ERR_ITEM_LEN);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool item_batch_from_args(item_batch *b, RedisModuleString **argv, int n, const char **err)
+{
+    memset(b, 0, sizeof *b);
+    if (!batch_size_ok((size_t)n, err))
+        return false;
+    b->strs = RedisModule_Alloc((size_t)(n ? n : 1) * sizeof *b->strs);
+    for (int i = 0; i < n; i++)
+        b->strs[i].ptr = RedisModule_StringPtrLen(argv[i], &b->strs[i].len);
+    b->n = (size_t)n;
+    return batch_lengths_ok(b, err);
+}
+
+bool item_batch_from_bulk(item_batch *b, RedisModuleString *bulk, const char **err)
+{
+    memset(b, 0, sizeof *b);
+    size_t len;
+    const char *s = RedisModule_StringPtrLen(bulk, &len);
+    if (len > 0 && s[len - 1] == '\n')
+        len--; /* one final newline, as most writers of lines leave */
+    size_t n = 0;
+    if (len > 0) {
+        n = 1;
+        for (const char *p = s; (p = memchr(p, '\n', (size_t)(s + len - p))) != NULL; p++)
+            n++;
+    }
+    if (!batch_size_ok(n, err))
+        return false;
+    b->strs = RedisModule_Alloc((n ? n : 1) * sizeof *b->strs);
+    const char *start = s;
+    for (size_t i = 0; i < n; i++) {
+        const char *nl = memchr(start, '\n', (size_t)(s + len - start));
+        const char *stop = nl ? nl : s + len;
+        b->strs[i] = (seen_str){start, (size_t)(stop - start)};
+        start = stop + 1;
+    }
+    b->n = n;
+    return batch_lengths_ok(b, err);
+}
+
+bool item_batch_ints(item_batch *b, const char **err)
+{
+    if (b->ints)
+        return true;
+    b->ints = RedisModule_Alloc((b->n ? b->n : 1) * sizeof *b->ints);
+    for (size_t i = 0; i < b->n; i++) {
+        if (!parse_u64(b->strs[i].ptr, b->strs[i].len, &b->ints[i])) {
+            *err = "ERR items of an IDS INT set must be decimal integers from 0 to "
+                   "18446744073709551615";
+            return false;
+        }
+    }
+    return true;
+}
+
+void item_batch_free(item_batch *b)
+{
+    if (b->strs)
+        RedisModule_Free(b->strs);
+    if (b->ints)
+        RedisModule_Free(b->ints);
+    memset(b, 0, sizeof *b);
+}
+
+/* ------------------------------------------------------------ options */
+
+void key_options_default(key_options *o)
+{
+    o->policy = seen_cfg.policy;
+    o->expiry = seen_cfg.key_expiry && seen_cfg.policy.window_ms > 0;
+    o->jitter_ms = -1;
+}
+
+int key_option_parse(key_options *o, RedisModuleString **argv, int argc, int *i, const char **err)
+{
+    RedisModuleString *name = argv[*i];
+    bool has_value = *i + 1 < argc;
+    size_t len = 0;
+    const char *v = has_value ? RedisModule_StringPtrLen(argv[*i + 1], &len) : NULL;
+
+    if (arg_is(name, "EXACT")) {
+        o->policy.error = 0.0;
+        *i += 1;
+        return 1;
+    }
+    if (arg_is(name, "WINDOW")) {
+        if (!has_value || !parse_duration(v, len, &o->policy.window_ms)) {
+            *err = "ERR bad window: give milliseconds, or a number with ms, s, m, h or d "
+                   "(e.g. 90d)";
+            return -1;
+        }
+    } else if (arg_is(name, "SLICES")) {
+        uint64_t n;
+        if (!has_value || !parse_u64(v, len, &n) || n < 1 || n > SEEN_MAX_SLICES) {
+            *err = seen_reply_error(SEEN_ERR_SLICES);
+            return -1;
+        }
+        o->policy.slices = (uint32_t)n;
+    } else if (arg_is(name, "ERROR")) {
+        if (!has_value || !parse_error_rate(v, len, &o->policy.error)) {
+            *err = seen_reply_error(SEEN_ERR_ERROR_RATE);
+            return -1;
+        }
+    } else if (arg_is(name, "CAPACITY")) {
+        if (!has_value || !parse_u64(v, len, &o->policy.capacity) ||
+            o->policy.capacity > SEEN_MAX_CAPACITY) {
+            *err = seen_reply_error(SEEN_ERR_CAPACITY);
+            return -1;
+        }
+    } else if (arg_is(name, "IDS")) {
+        if (has_value && arg_is(argv[*i + 1], "STR")) {
+            o->policy.ids = SEEN_IDS_STR;
+        } else if (has_value && arg_is(argv[*i + 1], "INT")) {
+            o->policy.ids = SEEN_IDS_INT;
+        } else {
+            *err = "ERR IDS must be STR or INT";
+            return -1;
+        }
+    } else if (arg_is(name, "EXACTLIMIT")) {
+        uint64_t n;
+        if (!has_value || !parse_u64(v, len, &n) || n > (UINT64_C(1) << 31)) {
+            *err = "ERR EXACTLIMIT must be an integer from 0 to 2147483648";
+            return -1;
+        }
+        o->policy.exact_limit = (uint32_t)n;
+    } else if (arg_is(name, "EXPIRY")) {
+        if (has_value && arg_is(argv[*i + 1], "ON")) {
+            o->expiry = true;
+        } else if (has_value && arg_is(argv[*i + 1], "OFF")) {
+            o->expiry = false;
+        } else {
+            *err = "ERR EXPIRY must be ON or OFF";
+            return -1;
+        }
+    } else if (arg_is(name, "JITTER")) {
+        uint64_t ms;
+        if (!has_value || !parse_duration(v, len, &ms) || ms > SEEN_MAX_WINDOW_MS) {
+            *err = "ERR bad jitter: give a duration of at most 100 years (e.g. 1h)";
+            return -1;
+        }
+        o->jitter_ms = (int64_t)ms;
+    } else {
+        return 0;
+    }
+    *i += 2;
+    return 1;
+}
+
+const char *key_options_check(const key_options *o)
+{
+    seen_err err = seen_policy_check(&o->policy);
+    if (err != SEEN_OK)
+        return seen_reply_error(err);
+    if (o->expiry && o->policy.window_ms == 0)
+        return "ERR EXPIRY ON needs a WINDOW: a key without one is never forgotten";
+    return NULL;
+}
+
+const char *seen_reply_error(seen_err err)
+{
+    static char messages[SEEN_ERR__COUNT + 1][160];
+    unsigned k = (unsigned)err <= SEEN_ERR__COUNT ? (unsigned)err : SEEN_ERR__COUNT;
+    if (messages[k][0] == '\0')
+        snprintf(messages[k], sizeof messages[k], "ERR %s", seen_strerror(err));
+    return messages[k];
+}

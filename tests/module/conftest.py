@@ -1,0 +1,170 @@
+"""conftest.py — starts real redis-server processes with seen.so loaded.
+
+Each server listens on a free 127.0.0.1 port in its own temporary directory
+and is stopped when its test (or the session, for the shared one) ends.
+Every wait is bounded, so a server that does not come up fails the test
+instead of hanging the run.
+"""
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+import redis
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODULE = os.path.abspath(os.environ.get("SEEN_MODULE", os.path.join(ROOT, "build", "seen.so")))
+REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
+# A sanitized module needs its runtime loaded before anything else.
+REDIS_PRELOAD = os.environ.get("REDIS_PRELOAD")
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One redis-server with the module, in `directory`."""
+
+    def __init__(self, directory, *args, module=True):
+        self.dir = str(directory)
+        os.makedirs(self.dir, exist_ok=True)
+        self.args = list(args)
+        self.module = module
+        self.port = None
+        self.proc = None
+        self.log = os.path.join(self.dir, "redis.log")
+
+    def command_line(self):
+        cmd = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
+               "--dir", self.dir, "--logfile", self.log, "--save", "",
+               "--enable-debug-command", "yes", "--daemonize", "no"]
+        if self.module:
+            cmd += ["--loadmodule", MODULE]
+        return cmd + self.args
+
+    def start(self, timeout=10.0):
+        for _attempt in range(3):
+            if self.port is None:
+                self.port = free_port()
+            env = dict(os.environ)
+            if REDIS_PRELOAD:
+                env["LD_PRELOAD"] = REDIS_PRELOAD
+            self.proc = subprocess.Popen(self.command_line(), stdout=subprocess.DEVNULL,
+                                         stderr=open(os.path.join(self.dir, "stderr.log"), "ab"),
+                                         env=env)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    if self.client().ping():
+                        return self
+                except (redis.ConnectionError, redis.BusyLoadingError):
+                    time.sleep(0.05)
+            self.kill()
+            self.port = None  # the port may have been taken: try another
+        raise RuntimeError("redis-server did not start; log:\n" + self.read_log())
+
+    def client(self, **kwargs):
+        kwargs.setdefault("socket_timeout", 30)
+        return redis.Redis(host="127.0.0.1", port=self.port, **kwargs)
+
+    def read_log(self):
+        try:
+            with open(self.log, errors="replace") as f:
+                return f.read()[-4000:]
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, save=False):
+        """Shut down (saving if asked) and wait for the process to end."""
+        if not self.alive():
+            return
+        try:
+            self.client().shutdown(save=save, nosave=not save)
+        except redis.ConnectionError:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def restart(self, save=False):
+        self.stop(save=save)
+        return self.start()
+
+
+@pytest.fixture(scope="session")
+def shared_server(tmp_path_factory):
+    # Raw strings in DUMP payloads, so tests can take them apart.
+    server = Server(tmp_path_factory.mktemp("shared"), "--rdbcompression", "no").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def r(shared_server):
+    """A client of the shared server, on an empty database."""
+    client = shared_server.client()
+    client.flushall()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def make_server(tmp_path):
+    """Start servers of one's own (extra redis-server arguments allowed)."""
+    servers = []
+
+    def make(*args, name=None, module=True, start=True):
+        server = Server(tmp_path / (name or "s%d" % len(servers)), *args, module=module)
+        servers.append(server)
+        return server.start() if start else server
+
+    yield make
+    for server in servers:
+        server.stop()
+        server.kill()
+
+
+def server_ms(client):
+    """The server's clock, in ms since the epoch."""
+    sec, usec = client.time()
+    return sec * 1000 + usec // 1000
+
+
+def info_map(reply):
+    """SEEN.INFO's RESP2 flat list as a dict (nested maps too)."""
+    if isinstance(reply, list) and len(reply) % 2 == 0 and all(
+            isinstance(k, bytes) for k in reply[0::2]):
+        return {k.decode(): info_value(v) for k, v in zip(reply[0::2], reply[1::2])}
+    return reply
+
+
+def info_value(v):
+    if isinstance(v, list):
+        as_map = info_map(v)
+        if isinstance(as_map, dict):
+            return as_map
+        return [info_value(x) for x in v]
+    return v
+
+
+def raw(client, *args):
+    """Send a command and return the reply as is (no redis-py parsing)."""
+    conn = client.connection_pool.get_connection(args[0])
+    try:
+        conn.send_command(*args)
+        return conn.read_response()
+    finally:
+        client.connection_pool.release(conn)

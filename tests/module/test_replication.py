@@ -1,0 +1,51 @@
+"""test_replication.py — a replica ends with byte-identical sets.
+
+Part of the workload is written before the replica attaches (it arrives by
+RDB), the rest after (it arrives as the replicated command stream).  The
+replica is given other defaults on purpose: a key made by SEEN.ADD must
+still get the master's policy, because the master replicates it explicitly.
+"""
+import time
+
+import workload
+from conftest import server_ms
+
+
+def wait_for(predicate, timeout=20, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def test_replica_digests_match(make_server):
+    master = make_server("--repl-diskless-sync-delay", "0", name="master")
+    replica = make_server("--seen.default-window", "1d", "--seen.default-error", "exact",
+                          name="replica")
+    m, s = master.client(), replica.client()
+    now = server_ms(m)
+    keys = workload.run(m, now, seed=1, prefix="before")
+
+    s.replicaof("127.0.0.1", master.port)
+    wait_for(lambda: s.info("replication")["master_link_status"] == "up" and
+             not s.info("replication")["master_sync_in_progress"], what="replica sync")
+
+    keys += workload.run(m, now, seed=2, prefix="after")
+    # Writes resolved on the master's clock, a key made with its defaults,
+    # deletions, and writes to keys that came by RDB.
+    m.execute_command("SEEN.ADD", "auto", "a", "b", "c")
+    m.execute_command("SEEN.DEL", "auto", "b")
+    m.execute_command("SEEN.ADD", "before:compact", "new1", "new2")
+    m.execute_command("SEEN.REMOVE", "before:small", "ITEMS", "s3")
+    m.config_set("seen.key-expiry", "yes")
+    m.execute_command("SEEN.ADD", "auto-exp", "a")
+    m.config_set("seen.key-expiry", "no")
+    keys += ["auto", "auto-exp"]
+    assert m.wait(1, 10000) == 1
+
+    assert workload.snapshot(s, keys, now) == workload.snapshot(m, keys, now)
+    for key in keys:
+        assert s.pexpiretime(key) == m.pexpiretime(key), key
+    assert s.execute_command("SEEN.INFO", "auto")[1] == m.execute_command("SEEN.INFO", "auto")[1]

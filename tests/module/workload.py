@@ -1,0 +1,73 @@
+"""workload.py — a mixed workload of SEEN.* writes, and a snapshot of its answers.
+
+Used by the persistence and replication tests: whatever path the data takes
+(RDB, AOF replay, AOF rewrite, replication), the snapshot taken afterwards
+must equal the one taken before.  Answers are asked at a fixed query time
+(MFILTER AT) so that the clock moving on between two snapshots cannot
+change them.
+"""
+import random
+
+DAY = 86400000
+
+
+def bulk(items):
+    return "\n".join(items)
+
+
+def run(r, now, seed=1, prefix="w"):
+    """Write a variety of keys; returns their names."""
+    rng = random.Random(seed)
+    k = lambda name: "%s:%s" % (prefix, name)  # noqa: E731
+    compact = ["c%020x" % rng.getrandbits(80) for _ in range(30000)]
+    r.execute_command("SEEN.RESERVE", k("compact"), "WINDOW", "40d", "ERROR", "0.01")
+    for b in range(10):
+        r.execute_command("SEEN.INSERT", k("compact"), "AT", now - 30 * DAY + b * 3 * DAY,
+                          "BULK", bulk(compact[b * 3000:(b + 1) * 3000]))
+    r.execute_command("SEEN.ADD", k("compact"), *compact[:10], "late1", "late2")
+    r.execute_command("SEEN.REMOVE", k("compact"), "BULK", bulk(compact[100:200]))
+
+    r.execute_command("SEEN.ADD", k("small"), *["s%d" % i for i in range(50)])
+    r.execute_command("SEEN.DEL", k("small"), "s1", "s2", "nope")
+
+    ints = [str(rng.randrange(10 ** 15)) for _ in range(5000)]
+    r.execute_command("SEEN.RESERVE", k("int"), "IDS", "INT", "EXACT", "WINDOW", "10d")
+    r.execute_command("SEEN.INSERT", k("int"), "AT", now - 5 * DAY, "BULK", bulk(ints[:2500]))
+    r.execute_command("SEEN.INSERT", k("int"), "BULK", bulk(ints[2500:]))
+
+    r.execute_command("SEEN.RESERVE", k("cap"), "WINDOW", "0", "CAPACITY", "500", "SLICES", "5")
+    for b in range(0, 3000, 250):
+        r.execute_command("SEEN.ADD", k("cap"), *["cap%d" % i for i in range(b, b + 250)])
+
+    r.execute_command("SEEN.RESERVE", k("exp"), "WINDOW", "30d", "EXPIRY", "ON")
+    r.execute_command("SEEN.ADD", k("exp"), "AT", now - DAY, "e1", "e2")
+    r.execute_command("SEEN.ADD", k("exp"), "e3")
+
+    r.execute_command("SEEN.INSERT", k("ins"), "WINDOW", "1h", "SLICES", "3", "ITEMS", "i1", "i2")
+    r.execute_command("SEEN.INSERT", k("ins"), "NOCREATE", "AT", now - 1000, "ITEMS", "i3")
+    return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins")]
+
+
+def candidates(seed=1):
+    rng = random.Random(seed)
+    out = ["c%020x" % rng.getrandbits(80) for _ in range(300)]
+    out += ["s%d" % i for i in range(60)] + ["cap%d" % i for i in range(0, 3000, 7)]
+    out += ["e1", "e2", "e3", "i1", "i2", "i3", "late1", "nothing", "x" * 300]
+    return out
+
+
+def snapshot(r, keys, q, seed=1):
+    """Per key: value digest, and which candidates are seen at time q."""
+    cands = candidates(seed)
+    snap = {}
+    for key in keys:
+        info_kind = r.execute_command("SEEN.INFO", key)
+        ids = dict(zip(info_kind[1][0::2], info_kind[1][1::2]))[b"ids"]
+        cs = [c for c in cands if c.isdigit()] if ids == b"int" else cands
+        if ids == b"int":
+            cs = cs or ["1", "2", "3"]
+        snap[key] = (r.execute_command("DEBUG", "DIGEST-VALUE", key)[0],
+                     r.execute_command("SEEN.MFILTER", 1, key, "AT", q, "REPLY", "FLAGS", "BULK",
+                                       bulk(cs)))
+    snap["*"] = r.execute_command("DEBUG", "DIGEST")
+    return snap
