@@ -151,7 +151,12 @@ fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 fuzz-corpus: $(BUILD)/tests/make_corpus
 	$(BUILD)/tests/make_corpus tests/fuzz/corpus
 
-test: test-unit test-fuzz test-module
+# Other parts of the project (ingester, benchmarks, cluster) bring their
+# rules in mk/*.mk and add their CI test targets to EXTRA_TESTS.
+EXTRA_TESTS =
+-include $(sort $(wildcard mk/*.mk))
+
+test: test-unit test-fuzz test-module $(EXTRA_TESTS)
 
 # --------------------------------------------------------------- benchmarks
 $(BUILD)/bench/bench_core: bench/bench_core.c $(BUILD)/libseen.a
