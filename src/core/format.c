@@ -20,7 +20,7 @@
 #define MAX_HEAD (1u << 22)
 
 /* Sizes of the fixed parts, in bytes (see docs/FORMAT.md). */
-#define HEADER_BYTES 98u
+#define HEADER_BYTES 106u
 #define SEGMENT_BYTES 29u
 #define HEAD_ENTRY_BYTES 12u
 #define RUN_HEADER_BYTES 78u
@@ -104,6 +104,7 @@ static void write_all(const seen_set *s, wbuf *w)
     put_u32(w, p->exact_limit);
     put_u64(w, (uint64_t)s->origin);
     put_u64(w, (uint64_t)s->clock);
+    put_u64(w, (uint64_t)s->newest);
     put_u64(w, s->plan_c);
     put_u64(w, s->hwm);
     put_u64(w, (uint64_t)s->hwm_clock);
@@ -301,6 +302,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
     p->exact_limit = get_u32(rb);
     s->origin = (int64_t)get_u64(rb);
     s->clock = (int64_t)get_u64(rb);
+    s->newest = (int64_t)get_u64(rb);
     s->plan_c = get_u64(rb);
     s->hwm = get_u64(rb);
     s->hwm_clock = (int64_t)get_u64(rb);
@@ -311,7 +313,8 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
         return SEEN_ERR_FORMAT_TRUNCATED;
     if (ids > 1 || !seen__set_derive(s) || s->has_origin > 1 || !time_ok(s->origin) ||
         !time_ok(s->clock) || !time_ok(s->hwm_clock) || s->hwm > (UINT64_C(1) << 40) ||
-        s->next_seg_id > SEEN_SEG_ID_LIMIT || (s->has_origin && s->origin > s->clock))
+        s->next_seg_id > SEEN_SEG_ID_LIMIT || !time_ok(s->newest) ||
+        (s->has_origin && (s->origin > s->clock || s->newest < s->origin || s->newest > s->clock)))
         return CORRUPT;
     if (nsegs > SEEN_MAX_SEGMENTS || nruns > MAX_RUNS || head_n > MAX_HEAD)
         return CORRUPT;

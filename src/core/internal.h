@@ -308,6 +308,9 @@ struct seen_set {
     uint64_t budget;     /* floor(error * 2^64): bound on sum(n * c) */
     int64_t origin;      /* slice 0 starts here (the first item's time) */
     int64_t clock;       /* latest `now` of any write */
+    int64_t newest;      /* latest item time added: with origin, the span of
+                            history the set has seen (an import arrives at
+                            one `now` with times spread over the past) */
     uint64_t plan_c;     /* divisor new compact runs are planned with; 0: exact */
     uint64_t hwm;        /* most items held recently: the planning size */
     int64_t hwm_clock;

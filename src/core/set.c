@@ -574,7 +574,7 @@ typedef struct next_state {
     bool head_fresh;    /* hkeys is a new block, not the set's */
     seen__run *runs;    /* NULL: runs unchanged */
     uint32_t nruns;
-    int64_t clock, origin;
+    int64_t clock, origin, newest;
     uint64_t plan_c, hwm;
     int64_t hwm_clock;
     uint32_t next_seg_id;
@@ -605,6 +605,7 @@ static seen_err next_begin(const seen_set *s, next_state *ns, int64_t now, size_
     memset(ns, 0, sizeof *ns);
     ns->clock = now > s->clock ? now : s->clock;
     ns->origin = s->origin;
+    ns->newest = s->newest;
     ns->has_origin = s->has_origin;
     ns->plan_c = s->plan_c;
     ns->hwm = s->hwm;
@@ -1107,7 +1108,7 @@ static bool next_exact_phase(const seen_set *s, const next_state *ns, uint64_t l
         return false;
     if (live <= s->policy.exact_limit)
         return true;
-    int64_t span = ns->clock - ns->origin;
+    int64_t span = ns->newest - ns->origin;
     return s->slice_ms && span < (int64_t)s->slice_ms && live <= SEEN_YOUNG_EXACT_MAX;
 }
 
@@ -1116,7 +1117,7 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
 {
     uint64_t t = live > ns->hwm ? live : ns->hwm;
     if (s->slice_ms) {
-        int64_t span = ns->clock - ns->origin;
+        int64_t span = ns->newest - ns->origin;
         int64_t w = (int64_t)s->policy.window_ms;
         if (span < w) {
             /* Younger than a window: project the observed rate. */
@@ -1604,6 +1605,7 @@ static void commit_next(seen_set *s, next_state *ns)
     s->nsegs = ns->nsegs;
     s->clock = ns->clock;
     s->origin = ns->origin;
+    s->newest = ns->newest;
     s->has_origin = ns->has_origin;
     s->plan_c = ns->plan_c;
     s->hwm = ns->hwm;
@@ -1739,6 +1741,7 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
                 lo = t;
         }
         ns.origin = s->slice_ms ? lo : 0;
+        ns.newest = ns.origin;
         ns.has_origin = 1;
     }
 
@@ -1750,6 +1753,8 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
         slice[i] = k;
         if (slice_forget_at(s, ns.origin, k) <= ns.clock)
             continue;
+        if (t > ns.newest)
+            ns.newest = t;
         kv[m++] = (seen__kv){keys[i], (uint32_t)i};
     }
     if ((err = seen__sort_kv(kv, m)) != SEEN_OK)
