@@ -17,6 +17,8 @@
 /* Target items per bucket of a run's lookup index: a point lookup decodes
  * about half a bucket, and the index costs a few bits per bucket. */
 #define SEEN_BUCKET_ITEMS 256u
+/* Runs this large use buckets of SEEN_BUCKET_ITEMS / 2. */
+#define SEEN_LARGE_RUN 16384u
 
 /* The recent-additions buffer holds items raw (9-12 bytes each) until it is
  * merged into the Golomb-coded runs.  Its limit grows with the set so that
@@ -24,6 +26,9 @@
 #define SEEN_HEAD_MIN 8u
 #define SEEN_HEAD_MAX 256u
 #define SEEN_HEAD_PER_ITEMS 1024u /* one buffered item per this many stored */
+/* Sets this large buffer twice as much: their merges rewrite a recent run
+ * of up to a slice's items, and 0.1 bit per item buys half the rewrites. */
+#define SEEN_HEAD_LARGE_SET 65536u
 
 /* Fraction of the false-positive budget kept free when planning, so a set
  * that grows a little past its plan need not take much finer fingerprints. */

@@ -19,8 +19,9 @@
  *                                     past its position
  *
  * Buckets.  Value v is in bucket (v - base) / bucket_w, where nbuckets is
- * n / SEEN_BUCKET_ITEMS and bucket_w = ceil((span+1) / nbuckets): uniform
- * values put about SEEN_BUCKET_ITEMS in each.  Every bucket restarts its
+ * n / SEEN_BUCKET_ITEMS (half that many items per bucket for runs of at
+ * least SEEN_LARGE_RUN) and bucket_w = ceil((span+1) / nbuckets): uniform
+ * values fill the buckets evenly.  Every bucket restarts its
  * gaps: its first value is coded as v - bucket_base, the next ones as
  * v - previous - 1, so a lookup jumps to its bucket and decodes half a
  * bucket on average.  Division by bucket_w uses a precomputed reciprocal.
@@ -139,31 +140,83 @@ uint64_t seen__golomb_choose(uint64_t n, uint64_t span)
     return (uint64_t)m;
 }
 
-static inline void golomb_put(seen__bitw *w, const seen__golomb *g, const seen__divider *mdiv,
+/*
+ * The encoder's writer: pending bits live in a register and whole bytes
+ * are stored with one unaligned 8-byte store per code (no load-modify-
+ * store through memory).  Invariant: bits written = byte * 8 + nacc, with
+ * nacc < 8 between puts; the buffer keeps 8 spare bytes past `byte`.
+ */
+typedef struct acc_writer {
+    uint8_t *buf;
+    size_t cap;  /* bytes allocated */
+    size_t byte; /* bytes completed */
+    uint64_t acc;
+    unsigned nacc;
+    bool failed;
+} acc_writer;
+
+static inline uint64_t aw_bits(const acc_writer *w) { return (uint64_t)w->byte * 8 + w->nacc; }
+
+static bool aw_reserve(acc_writer *w, uint64_t more_bits)
+{
+    size_t need = w->byte + (size_t)((more_bits + 7) / 8) + 16;
+    if (need <= w->cap)
+        return true;
+    size_t cap = w->cap ? w->cap : 64;
+    while (cap < need)
+        cap = cap + cap / 2 + 64;
+    uint8_t *p = seen__realloc(w->buf, cap);
+    if (p == NULL) {
+        w->failed = true;
+        return false;
+    }
+    w->buf = p;
+    w->cap = cap;
+    return true;
+}
+
+/* Append the low n bits of v (n <= 56, v < 2^n). */
+static inline void aw_put(acc_writer *w, uint64_t v, unsigned n)
+{
+    w->acc |= v << w->nacc;
+    w->nacc += n;
+    seen__store64le(w->buf + w->byte, w->acc);
+    unsigned whole = w->nacc & ~7u;
+    w->byte += whole >> 3;
+    w->acc = whole >= 64 ? 0 : w->acc >> whole;
+    w->nacc &= 7;
+}
+
+static inline void golomb_put(acc_writer *w, const seen__golomb *g, const seen__divider *mdiv,
                               uint64_t gap)
 {
     uint64_t q = g->m > 1 ? seen__div(mdiv, gap) : gap;
     uint64_t r = gap - q * g->m;
-    uint64_t code;
-    unsigned len;
-    if (g->b == 0) {
-        code = 0;
-        len = 0;
-    } else if (r < g->short_n) {
-        code = r;
-        len = g->b - 1;
-    } else {
+    uint64_t code = 0;
+    unsigned len = 0;
+    if (g->b != 0) {
+        /* Short or long remainder, about half and half: select without a
+         * branch, as the decoder does. */
+        uint64_t is_long = r >= g->short_n;
         uint64_t v = r + g->short_n;
-        code = (v >> 1) | ((v & 1) << (g->b - 1));
-        len = g->b;
+        uint64_t long_code = (v >> 1) | ((v & 1) << (g->b - 1));
+        uint64_t mask = 0 - is_long;
+        code = (long_code & mask) | (r & ~mask);
+        len = g->b - 1 + (unsigned)is_long;
     }
     if (q + 1 + len <= 56) {
-        seen__bitw_put(w, (UINT64_C(1) << q) | (code << (q + 1)), (unsigned)q + 1 + len);
+        aw_put(w, (UINT64_C(1) << q) | (code << (q + 1)), (unsigned)q + 1 + len);
         return;
     }
-    w->bits += q; /* zeros: the buffer is zero-filled */
-    seen__bitw_put(w, 1, 1);
-    seen__bitw_put(w, code, len);
+    for (; q > 48; q -= 48)
+        aw_put(w, 0, 48);
+    aw_put(w, UINT64_C(1) << q, (unsigned)q + 1);
+    if (len > 48) {
+        aw_put(w, code & ((UINT64_C(1) << 32) - 1), 32);
+        aw_put(w, code >> 32, len - 32);
+    } else {
+        aw_put(w, code, len);
+    }
 }
 
 static uint64_t golomb_get_slow(const uint8_t *buf, uint64_t *pos, const seen__golomb *g)
@@ -414,7 +467,10 @@ static uint64_t ipow(uint64_t k, uint32_t e)
 
 static uint32_t canonical_nbuckets(uint64_t n)
 {
-    uint64_t nb = n / SEEN_BUCKET_ITEMS;
+    /* Large runs are where lookups spend their time (a point lookup decodes
+     * half a bucket), and their index is a small share of what they hold. */
+    uint64_t per = n >= SEEN_LARGE_RUN ? SEEN_BUCKET_ITEMS / 2 : SEEN_BUCKET_ITEMS;
+    uint64_t nb = n / per;
     return nb < 2 ? 1 : (uint32_t)nb;
 }
 
@@ -458,7 +514,10 @@ const uint32_t *seen__run_segs(const seen__run *r)
 
 static inline uint64_t slope(uint64_t total, uint32_t nbuckets)
 {
-    return (uint64_t)(((unsigned __int128)total << 32) / nbuckets);
+    /* floor(total * 2^32 / nbuckets) with two 64-bit divisions (a 128-bit
+     * one is a slow library call): the quotient per bucket is < 2^32. */
+    uint64_t q = total / nbuckets, r = total % nbuckets;
+    return (q << 32) + (r << 32) / nbuckets;
 }
 
 static inline uint64_t on_line(uint64_t slope32, uint32_t j)
@@ -517,12 +576,12 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
     seen__divider_init(&mdiv, r.golomb_m);
     seen__divider_init(&bdiv, r.bucket_w);
     uint64_t *offs = seen__malloc(((size_t)r.nbuckets + 1) * 2 * sizeof *offs);
-    seen__bitw w = {0};
+    acc_writer w = {0};
     /* A code takes about b + 1.5 bits; reserve generously, grow rarely. */
     uint64_t est = (uint64_t)n * (g.b + 3) + 128;
-    if (offs == NULL || !seen__bitw_reserve(&w, est)) {
+    if (offs == NULL || !aw_reserve(&w, est)) {
         seen__free(offs);
-        seen__bitw_free(&w);
+        seen__free(w.buf);
         return SEEN_ERR_NOMEM;
     }
     uint64_t *firsts = offs + r.nbuckets + 1;
@@ -537,15 +596,15 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
         uint32_t j = r.nbuckets > 1 ? (uint32_t)seen__div(&bdiv, v - r.base) : 0;
         while (cur_bucket < j) {
             cur_bucket++;
-            offs[cur_bucket] = w.bits;
+            offs[cur_bucket] = aw_bits(&w);
             firsts[cur_bucket] = i;
             first = true;
         }
         uint64_t gap = first ? v - (r.base + (uint64_t)j * r.bucket_w) : v - prev - 1;
         uint64_t q = g.m > 1 ? seen__div(&mdiv, gap) : gap;
-        if ((w.bits + q + 130) / 8 + 8 > w.cap && !seen__bitw_reserve(&w, q + 130)) {
+        if (w.byte + (q + 130) / 8 + 16 > w.cap && !aw_reserve(&w, q + 130)) {
             seen__free(offs);
-            seen__bitw_free(&w);
+            seen__free(w.buf);
             return SEEN_ERR_NOMEM;
         }
         golomb_put(&w, &g, &mdiv, gap);
@@ -554,10 +613,10 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
     }
     while (cur_bucket < r.nbuckets) {
         cur_bucket++;
-        offs[cur_bucket] = w.bits;
+        offs[cur_bucket] = aw_bits(&w);
         firsts[cur_bucket] = n;
     }
-    r.code_bits = w.bits;
+    r.code_bits = aw_bits(&w);
 
     /* Index: deviations of bucket starts from their straight lines. */
     uint64_t sl_bits = slope(r.code_bits, r.nbuckets), sl_items = slope(n, r.nbuckets);
@@ -583,7 +642,7 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
     r.mem = seen__calloc(1, total);
     if (r.mem == NULL) {
         seen__free(offs);
-        seen__bitw_free(&w);
+        seen__free(w.buf);
         return SEEN_ERR_NOMEM;
     }
     memcpy(r.mem, seg_ids, (size_t)nsegs * sizeof(uint32_t));
@@ -610,7 +669,7 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
     }
     memcpy(r.mem + codes_offset(&r), w.buf, (size_t)((r.code_bits + 7) / 8));
     seen__free(offs);
-    seen__bitw_free(&w);
+    seen__free(w.buf);
     *out = r;
     return SEEN_OK;
 }
@@ -868,12 +927,8 @@ static void probe_start(probe *p, const seen__run *r, uint64_t v)
     p->result = -1;
     if (v < r->base || v - r->base > r->span)
         return;
-    seen__divider bd;
-    uint32_t j = 0;
-    if (r->nbuckets > 1) {
-        seen__divider_init(&bd, r->bucket_w);
-        j = (uint32_t)seen__div(&bd, v - r->base);
-    }
+    /* One division: a reciprocal pays off only over many candidates. */
+    uint32_t j = r->nbuckets > 1 ? (uint32_t)((v - r->base) / r->bucket_w) : 0;
     uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
     uint64_t pos, end, dummy;
     bucket_start(r, sl_bits, sl_items, j, &pos, &p->item);

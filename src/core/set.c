@@ -131,7 +131,8 @@ static int32_t seg_find(const seen__segment *segs, uint32_t n, uint32_t id)
 
 static size_t head_limit(uint64_t stored)
 {
-    uint64_t lim = stored / SEEN_HEAD_PER_ITEMS;
+    uint64_t per = stored >= SEEN_HEAD_LARGE_SET ? SEEN_HEAD_PER_ITEMS / 2 : SEEN_HEAD_PER_ITEMS;
+    uint64_t lim = stored / per;
     if (lim < SEEN_HEAD_MIN)
         lim = SEEN_HEAD_MIN;
     if (lim > SEEN_HEAD_MAX)
@@ -335,14 +336,16 @@ head:
     /* The head is small and unsorted: scan it per candidate for small
      * batches, sort a copy and merge for large ones. */
     if ((uint64_t)n * s->head_n <= 8192) {
-        for (uint32_t h = 0; h < s->head_n; h++) {
-            int32_t k = seg_find(s->segs, s->nsegs, s->head_segs[h]);
-            if (k < 0 || !seg_alive(s, &s->segs[k], s->origin, q))
-                continue;
-            uint64_t key = s->head_keys[h];
-            for (size_t i = 0; i < n; i++)
-                if (cand[i].key == key && k > rank[i])
+        /* Compare keys first (a tight loop); segments only on a match. */
+        for (size_t i = 0; i < n; i++) {
+            uint64_t key = cand[i].key;
+            for (uint32_t h = 0; h < s->head_n; h++) {
+                if (s->head_keys[h] != key)
+                    continue;
+                int32_t k = seg_find(s->segs, s->nsegs, s->head_segs[h]);
+                if (k >= 0 && k > rank[i] && seg_alive(s, &s->segs[k], s->origin, q))
                     rank[i] = k;
+            }
         }
         return SEEN_OK;
     }
