@@ -150,18 +150,14 @@ static inline uint64_t seen__mulhi(uint64_t a, uint64_t b)
     return (uint64_t)(((unsigned __int128)a * b) >> 64);
 }
 
-/* A growable, zero-filled bit buffer. */
+/* A bit buffer written LSB-first into zero-filled memory the caller owns
+ * (the run index: its size is known before it is written). */
 typedef struct seen__bitw {
     uint8_t *buf;
-    size_t cap;    /* bytes allocated */
     uint64_t bits; /* bits written */
-    bool failed;   /* an allocation failed; further writes are dropped */
 } seen__bitw;
 
-bool seen__bitw_reserve(seen__bitw *w, uint64_t more_bits);
-void seen__bitw_free(seen__bitw *w);
-
-/* Append the low n bits of v (n <= 64); space must have been reserved. */
+/* Append the low n bits of v (n <= 64), with 8 readable bytes to spare. */
 static inline void seen__bitw_put(seen__bitw *w, uint64_t v, unsigned n)
 {
     while (n > 0) {

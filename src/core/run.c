@@ -53,38 +53,6 @@
 
 #include <math.h>
 
-/* ---------------------------------------------------------------- bitw */
-
-bool seen__bitw_reserve(seen__bitw *w, uint64_t more_bits)
-{
-    if (w->failed)
-        return false;
-    uint64_t need_bits = w->bits + more_bits;
-    size_t need = (size_t)((need_bits + 7) / 8) + 8;
-    if (need <= w->cap)
-        return true;
-    size_t cap = w->cap ? w->cap : 64;
-    while (cap < need)
-        cap = cap + cap / 2 + 64;
-    uint8_t *p = seen__realloc(w->buf, cap);
-    if (p == NULL) {
-        w->failed = true;
-        return false;
-    }
-    memset(p + w->cap, 0, cap - w->cap);
-    w->buf = p;
-    w->cap = cap;
-    return true;
-}
-
-void seen__bitw_free(seen__bitw *w)
-{
-    seen__free(w->buf);
-    w->buf = NULL;
-    w->cap = 0;
-    w->bits = 0;
-}
-
 /* ------------------------------------------------------------- divider */
 
 void seen__divider_init(seen__divider *v, uint64_t d)
@@ -648,7 +616,7 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
     memcpy(r.mem, seg_ids, (size_t)nsegs * sizeof(uint32_t));
     uint8_t *idx = r.mem + (size_t)nsegs * sizeof(uint32_t);
     if (r.w_bits + r.w_items > 0) {
-        seen__bitw iw = {.buf = idx, .cap = SIZE_MAX};
+        seen__bitw iw = {.buf = idx, .bits = 0};
         for (uint32_t j = 1; j < r.nbuckets; j++) {
             int64_t db = (int64_t)offs[j] - (int64_t)on_line(sl_bits, j);
             int64_t di = (int64_t)firsts[j] - (int64_t)on_line(sl_items, j);
