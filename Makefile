@@ -27,7 +27,7 @@ CORE_SAN_OBJ = $(CORE_SRC:src/core/%.c=$(SAN)/core/%.o)
 CORE_HDR = include/seen.h $(wildcard src/core/*.h)
 
 .PHONY: all lib module clean test test-unit test-fuzz test-module test-module-san fuzz \
-	fuzz-corpus bench-core format
+	fuzz-corpus bench-core bench-alternatives format
 all: lib module
 
 lib: $(BUILD)/libseen.a
@@ -165,3 +165,11 @@ $(BUILD)/bench/bench_core: bench/bench_core.c $(BUILD)/libseen.a
 
 bench-core: $(BUILD)/bench/bench_core
 	$(BUILD)/bench/bench_core
+
+$(BUILD)/bench/alternatives: bench/alternatives.c $(BUILD)/libseen.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) -Wall -Wextra -Werror $(DEFS) -O2 -g -Iinclude $< $(BUILD)/libseen.a -lm -o $@
+
+# Sizes of the encodings seen could have used, for docs/DESIGN.md.
+bench-alternatives: $(BUILD)/bench/alternatives
+	$(BUILD)/bench/alternatives
