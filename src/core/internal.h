@@ -17,6 +17,8 @@
 /* Target items per bucket of a run's lookup index: a point lookup decodes
  * about half a bucket, and the index costs a few bits per bucket. */
 #define SEEN_BUCKET_ITEMS 256u
+/* A batch cursor decodes buckets of up to this many items whole. */
+#define SEEN_CURSOR_BUF 512u
 /* Runs this large use buckets of SEEN_BUCKET_ITEMS / 2. */
 #define SEEN_LARGE_RUN 16384u
 
@@ -272,9 +274,23 @@ typedef struct seen__cursor {
     uint32_t tags_per_word;
     bool have_cur;      /* cur holds a decoded value of this bucket */
     bool started;
+    /* Batch walks decode buckets whole into buf (most buckets fit): a tight
+     * decode loop, then candidates merge against the values.  When the walk
+     * is dense (pairs), buckets j and j+1 are decoded together, two
+     * independent chains the CPU overlaps; the second waits in buf2. */
+    bool pairs;
+    uint32_t nbuf, ibuf;
+    uint64_t buf_first;  /* run index of buf[0] */
+    uint32_t next_bucket, nbuf2; /* buf2 holds bucket next_bucket, if nbuf2 != UINT32_MAX */
+    uint64_t buf2_first;
+    uint64_t buf[SEEN_CURSOR_BUF];
+    uint64_t buf2[SEEN_CURSOR_BUF];
 } seen__cursor;
 
 void seen__cursor_init(seen__cursor *cur, const seen__run *r);
+/* Tell the cursor about n sorted candidates to come: dense batches decode
+ * buckets in pairs. */
+void seen__cursor_expect(seen__cursor *cur, size_t n);
 
 /* Point lookups of vals[i] in runs[i] (i < k <= SEEN_LOOKUP_MANY_MAX),
  * decoded in lockstep; tags[i] gets the tag or -1. */

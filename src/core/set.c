@@ -321,6 +321,7 @@ static seen_err locate(const seen_set *s, const seen__kv *cand, size_t n, int64_
             seen__divider_init(&d, r->c);
             seen__cursor cur;
             seen__cursor_init(&cur, r);
+            seen__cursor_expect(&cur, n);
             for (size_t i = 0; i < n; i++) {
                 int t = seen__cursor_find(&cur, seen__div(&d, cand[i].key));
                 if (t >= 0 && tr[t] > rank[i])
