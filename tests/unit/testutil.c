@@ -107,6 +107,8 @@ void alloc_reset(long fail_after)
 
 /* ---------------------------------------------------------------- model */
 
+static void refresh_counts(model *m, int64_t q);
+
 static size_t slot(const model *m, uint64_t id)
 {
     size_t i = (size_t)((id * UINT64_C(0x9e3779b97f4a7c15)) >> 20) & (m->cap - 1);
@@ -122,23 +124,36 @@ void model_init(model *m, const seen_policy *p)
     m->slice_ms = p->window_ms ? (int64_t)((p->window_ms + p->slices - 1) / p->slices) : 0;
     m->cap = 1024;
     m->items = calloc(m->cap, sizeof *m->items);
+    m->used = calloc(m->cap, sizeof *m->used);
+    m->cnt_maybe = calloc(m->cap, sizeof *m->cnt_maybe);
+    m->cnt_surely = calloc(m->cap, sizeof *m->cnt_surely);
+    m->cached_version = UINT64_MAX;
 }
 
 void model_free(model *m)
 {
     free(m->items);
+    free(m->used);
+    free(m->cnt_maybe);
+    free(m->cnt_surely);
     memset(m, 0, sizeof *m);
 }
 
 static void grow(model *m)
 {
     model_item *old = m->items;
-    size_t oldcap = m->cap;
     m->cap *= 2;
     m->items = calloc(m->cap, sizeof *m->items);
-    for (size_t i = 0; i < oldcap; i++)
-        if (old[i].used)
-            m->items[slot(m, old[i].id)] = old[i];
+    m->used = realloc(m->used, m->cap * sizeof *m->used);
+    m->cnt_maybe = realloc(m->cnt_maybe, m->cap * sizeof *m->cnt_maybe);
+    m->cnt_surely = realloc(m->cnt_surely, m->cap * sizeof *m->cnt_surely);
+    for (size_t k = 0; k < m->n; k++) {
+        model_item *it = &old[m->used[k]];
+        size_t at = slot(m, it->id);
+        m->items[at] = *it;
+        m->used[k] = at;
+    }
+    m->version++;
     free(old);
 }
 
@@ -165,11 +180,18 @@ void model_add(model *m, uint64_t id, int64_t t, int64_t now)
         memset(it, 0, sizeof *it);
         it->used = true;
         it->id = id;
+        m->used[m->n] = i;
+        it->uidx = m->n;
         it->t_sure = -1;
         it->t_maybe = -1;
         m->n++;
     }
     uint64_t arrival = ++m->seq;
+    m->version++;
+    if (t < m->latest)
+        m->out_of_order = true;
+    if (t > m->latest)
+        m->latest = t;
     if (sure && t > it->t_sure)
         it->t_sure = t;
     if (t >= it->t_maybe) {
@@ -184,9 +206,9 @@ void model_observe(model *m, int64_t q)
 {
     if (m->p.capacity == 0)
         return;
-    for (size_t i = 0; i < m->cap; i++) {
-        model_item *it = &m->items[i];
-        if (!it->used || it->t_maybe < 0)
+    for (size_t u = 0; u < m->n; u++) {
+        model_item *it = &m->items[m->used[u]];
+        if (it->t_maybe < 0)
             continue;
         size_t a = model_rank_newer(m, it, q), b = model_surely_newer(m, it, q);
         if (a > it->peak_maybe)
@@ -194,6 +216,7 @@ void model_observe(model *m, int64_t q)
         if (b > it->peak_surely)
             it->peak_surely = b;
     }
+    m->version++; /* peaks feed the counts */
 }
 
 void model_remove(model *m, uint64_t id)
@@ -202,6 +225,7 @@ void model_remove(model *m, uint64_t id)
     if (it) {
         it->t_sure = -1;
         it->t_maybe = -1;
+        m->version++;
     }
 }
 
@@ -226,34 +250,85 @@ static bool surely_newer(const model *m, const model_item *y, const model_item *
     return y->t_maybe >= x->t_maybe + m->slice_ms || (y->t_maybe >= x->t_maybe && y->seq > x->seq_hi);
 }
 
-size_t model_rank_newer(const model *m, const model_item *it, int64_t q)
+/*
+ * For every item: how many items may be more recent and may still be held
+ * (if fewer than the capacity, it is surely kept), and how many are surely
+ * more recent and surely still held (if at least capacity + one step, it is
+ * surely evicted).  An item counts as surely held only if it is surely kept
+ * itself, so the second count needs the first for every item.
+ */
+static void refresh_counts(model *m, int64_t q)
+{
+    if (m->cached_version == m->version && m->cached_q == q)
+        return;
+    int64_t w = (int64_t)m->p.window_ms;
+    for (size_t a = 0; a < m->n; a++) {
+        const model_item *x = &m->items[m->used[a]];
+        size_t maybe = 0;
+        for (size_t b = 0; b < m->n && x->t_maybe >= 0; b++) {
+            const model_item *y = &m->items[m->used[b]];
+            if (a == b || y->t_maybe < 0 || (w && y->t_maybe + w + m->slice_ms <= q))
+                continue;
+            maybe += maybe_newer(m, y, x);
+        }
+        m->cnt_maybe[a] = maybe;
+    }
+    for (size_t a = 0; a < m->n; a++) {
+        const model_item *x = &m->items[m->used[a]];
+        size_t surely = 0;
+        for (size_t b = 0; b < m->n && x->t_maybe >= 0; b++) {
+            const model_item *y = &m->items[m->used[b]];
+            if (a == b || y->t_sure < 0 || y->t_sure != y->t_maybe || (w && y->t_sure + w <= q))
+                continue;
+            if (m->p.capacity &&
+                (m->cnt_maybe[b] >= m->p.capacity || y->peak_maybe >= m->p.capacity))
+                continue; /* may have been evicted: may no longer count */
+            surely += surely_newer(m, y, x);
+        }
+        m->cnt_surely[a] = surely;
+    }
+    m->cached_version = m->version;
+    m->cached_q = q;
+}
+
+/* Direct counts, for additions in time order: evictions then go strictly
+ * oldest first, so a newer item that was evicted means `it` was too, and
+ * counting it cannot mislead. */
+static size_t count_newer(const model *m, const model_item *it, int64_t q, bool surely)
 {
     size_t newer = 0;
     int64_t w = (int64_t)m->p.window_ms;
-    for (size_t i = 0; i < m->cap; i++) {
-        const model_item *o = &m->items[i];
-        if (!o->used || o == it || o->t_maybe < 0)
+    for (size_t u = 0; u < m->n; u++) {
+        const model_item *o = &m->items[m->used[u]];
+        if (o == it || o->t_maybe < 0)
             continue;
-        if (w && o->t_maybe + w + m->slice_ms <= q)
-            continue; /* surely forgotten: no longer counts */
-        newer += maybe_newer(m, o, it);
+        if (surely) {
+            if (o->t_sure < 0 || o->t_sure != o->t_maybe || (w && o->t_sure + w <= q))
+                continue;
+            newer += surely_newer(m, o, it);
+        } else {
+            if (w && o->t_maybe + w + m->slice_ms <= q)
+                continue;
+            newer += maybe_newer(m, o, it);
+        }
     }
     return newer;
 }
 
+size_t model_rank_newer(const model *m, const model_item *it, int64_t q)
+{
+    if (!m->out_of_order)
+        return count_newer(m, it, q, false);
+    refresh_counts((model *)m, q);
+    return m->cnt_maybe[it->uidx];
+}
+
 size_t model_surely_newer(const model *m, const model_item *it, int64_t q)
 {
-    size_t newer = 0;
-    int64_t w = (int64_t)m->p.window_ms;
-    for (size_t i = 0; i < m->cap; i++) {
-        const model_item *o = &m->items[i];
-        if (!o->used || o == it || o->t_sure < 0 || o->t_sure != o->t_maybe)
-            continue;
-        if (w && o->t_sure + w <= q)
-            continue; /* may be forgotten: may no longer count */
-        newer += surely_newer(m, o, it);
-    }
-    return newer;
+    if (!m->out_of_order)
+        return count_newer(m, it, q, true);
+    refresh_counts((model *)m, q);
+    return m->cnt_surely[it->uidx];
 }
 
 expect model_expect(const model *m, uint64_t id, int64_t q)

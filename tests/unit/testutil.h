@@ -62,6 +62,7 @@ typedef struct model_item {
     /* Most items ever more recent than it since its newest addition:
      * capacity evictions are permanent, even if newer items go later. */
     size_t peak_maybe, peak_surely;
+    size_t uidx; /* position in model.used */
     bool used;
 } model_item;
 
@@ -70,7 +71,16 @@ typedef struct model {
     int64_t slice_ms;
     model_item *items;
     size_t cap, n;
+    size_t *used; /* slots in use, so scans cost the items, not the table */
     uint64_t seq;
+    /* Capacity counts for every item, computed together (an evicted item no
+     * longer counts as newer for others) and cached until the model changes
+     * or the query time does. */
+    size_t *cnt_maybe, *cnt_surely;
+    uint64_t version, cached_version;
+    int64_t cached_q;
+    int64_t latest;   /* newest add time so far */
+    bool out_of_order; /* some add was older than an earlier one */
 } model;
 
 void model_init(model *m, const seen_policy *p);
