@@ -2141,9 +2141,13 @@ double seen_fpr_estimate(const seen_set *s)
 {
     if (s == NULL)
         return 0;
-    double mass = (double)s->head_n;
+    /* Exact keys collide only as 64-bit string hashes can; integer keys
+     * (the id itself, or a bijection of it) never do. */
+    bool exact_keys_collide = s->policy.ids == SEEN_IDS_STR;
+    double mass = exact_keys_collide ? (double)s->head_n : 0;
     for (uint32_t i = 0; i < s->nruns; i++)
-        mass += (double)s->runs[i].n * (double)s->runs[i].c;
+        if (s->runs[i].c > 1 || exact_keys_collide)
+            mass += (double)s->runs[i].n * (double)s->runs[i].c;
     return ldexp(mass, -64);
 }
 
@@ -2178,16 +2182,20 @@ size_t seen_runs(const seen_set *s, seen_run_info *out, size_t cap)
         if (out && k < cap)
             out[k] = (seen_run_info){SEEN_ENC_BUFFER, s->head_n,
                                      (uint64_t)s->head_cap * (sizeof(uint64_t) + sizeof(uint32_t)),
-                                     96.0, ldexp((double)s->head_n, -64), 0};
+                                     96.0,
+                                     s->policy.ids == SEEN_IDS_STR ? ldexp((double)s->head_n, -64) : 0,
+                                     0};
         k++;
     }
     for (uint32_t i = 0; i < s->nruns; i++) {
         const seen__run *r = &s->runs[i];
         if (out && k < cap) {
             size_t bytes = seen__run_mem_size(r);
+            bool collide = r->c > 1 || s->policy.ids == SEEN_IDS_STR;
             out[k] = (seen_run_info){r->c > 1 ? SEEN_ENC_COMPACT : SEEN_ENC_EXACT, r->n, bytes,
                                      (double)bytes * 8.0 / (double)r->n,
-                                     ldexp((double)r->n * (double)r->c, -64), r->nsegs};
+                                     collide ? ldexp((double)r->n * (double)r->c, -64) : 0,
+                                     r->nsegs};
         }
         k++;
     }
