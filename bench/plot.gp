@@ -24,9 +24,9 @@ set output dir."/throughput.png"
 unset logscale
 unset xrange
 set logscale y
-set title "Batch queries of ".batch." candidates (10% seen) on one redis-server: candidates per second"
+set title "Batch queries of ".batch." candidates (10% seen): candidates per second of server CPU (one core to itself)"
 set xlabel ""
-set ylabel "candidates per second"
+set ylabel "candidates per server CPU-second"
 set format y "%.0s%c"
 set style data histograms
 set style histogram clustered gap 1
