@@ -364,6 +364,7 @@ typedef struct seen_mem {
     long long head_bytes;  /* the raw buffer of recent additions */
     double fpr_estimate;
     char encoding[16];
+    char sizes[160];       /* "requested→class" of each run */
 } seen_mem;
 
 static void seen_breakdown(redisContext *c, const char *key, seen_mem *m)
@@ -388,6 +389,10 @@ static void seen_breakdown(redisContext *c, const char *key, seen_mem *m)
         m->runs++;
         m->run_bytes += bytes;
         m->run_classes += (long long)jemalloc_class((uint64_t)bytes);
+        size_t used = strlen(m->sizes);
+        if (used + 40 < sizeof m->sizes)
+            snprintf(m->sizes + used, sizeof m->sizes - used, "%s%lld→%llu", used ? ", " : "", bytes,
+                     (unsigned long long)jemalloc_class((uint64_t)bytes));
     }
     freeReplyObject(r);
 }
@@ -1484,6 +1489,10 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
                 set_bytes / (double)(s->usage - rounding));
     }
 
+    fprintf(f, "\nRun sizes, requested → jemalloc class:");
+    for (int h = 0; h < C.nhist; h++)
+        fprintf(f, "%s %s items: %s", h ? ";" : "", commas(hm[h].n, b1), hm[h].seen.sizes);
+    fprintf(f, ".\n");
     fprintf(f, "\nThe AT-import keys hold the same items in many more runs, most of them far finer than the error "
                "needs: ");
     for (int h = 0; h < C.nhist; h++) {
@@ -1653,6 +1662,22 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
                 fprintf(f, " | |");
             fprintf(f, " %.0f |\n", srv_us * 1e3 / C.batch[b10]);
         }
+    fprintf(f, "\nThe core alone per batch size (µs per batch, in this process), beside SMISMEMBER's whole server "
+               "CPU per batch: the core walks the stored runs, so its cost grows with the history as well as with "
+               "the batch.\n\n| history |");
+    for (int b = 0; b < C.nbatch; b++)
+        fprintf(f, " core, %s candidates | SMISMEMBER server CPU |", commas(C.batch[b], b1));
+    fprintf(f, "\n| ---: |");
+    for (int b = 0; b < C.nbatch; b++)
+        fprintf(f, " ---: | ---: |");
+    fprintf(f, "\n");
+    for (int h = 0; h < C.nhist; h++) {
+        fprintf(f, "| %s |", commas(C.hist[h], b1));
+        for (int b = 0; b < C.nbatch; b++)
+            fprintf(f, " %.0f (hash+sort %.0f) | %.0f |", CORE[h][b].query_us, CORE[h][b].hash_us,
+                    C.batch[b] * 1e6 / median(RES[h][b][M_SMISMEMBER].cpu_rate, C.rounds));
+        fprintf(f, "\n");
+    }
     if (preempted)
         fprintf(f, "\n≈0 (preempted): the command's wall-clock time exceeded the server's CPU time in every round — "
                    "other processes took the CPU while it ran; its split is unknown in this run.\n");
