@@ -1429,9 +1429,10 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
     fprintf(f, "| best seen form per server CPU-second (%s) | %.2f× | ≥ 2× | %s |\n\n", METHODS[best_m].label,
             median(RES[h10][b10][best_m].cpu_ratio, C.rounds),
             median(RES[h10][b10][best_m].cpu_ratio, C.rounds) >= 2 ? "yes" : "**no**");
-    fprintf(f, "Why a target is missed: see [where seen's bytes go](#where-a-seen-keys-bytes-go) and [where the "
-               "server's time goes](#where-the-servers-time-goes-%d-candidate-batches).\n\n",
-            C.batch[b10]);
+    if (mem_ratio < 40 || cpu_ratio < 2 || thr_ratio < 2)
+        fprintf(f, "Why a target is missed: see [where seen's bytes go](#where-a-seen-keys-bytes-go) and [where the "
+                   "server's time goes](#where-the-servers-time-goes-%d-candidate-batches).\n\n",
+                C.batch[b10]);
 
     /* ---- memory per item */
     fprintf(f, "## Memory per item (MEMORY USAGE key SAMPLES 0 / items)\n\n");
