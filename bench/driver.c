@@ -65,6 +65,7 @@ void drv_die(const char *fmt, ...)
 /* The one server this process runs: the exit and signal handlers need it. */
 static volatile pid_t g_pid = 0;
 static char g_dir[64];
+static char g_log[128]; /* its log, the one file it writes without persistence */
 
 static void remove_dir(const char *dir)
 {
@@ -86,20 +87,25 @@ static void remove_dir(const char *dir)
 void drv_server_stop(void)
 {
     pid_t pid = g_pid;
-    if (pid <= 0)
-        return;
     g_pid = 0;
-    kill(pid, SIGTERM);
-    /* No persistence, so shutdown is quick; do not wait on it for long. */
-    for (int i = 0; i < 100; i++) {
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            goto gone;
-        usleep(20000);
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        /* No persistence, so shutdown is quick; do not wait on it for long. */
+        int gone = 0;
+        for (int i = 0; i < 100 && !gone; i++) {
+            gone = waitpid(pid, NULL, WNOHANG) == pid;
+            if (!gone)
+                usleep(20000);
+        }
+        if (!gone) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+        }
     }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-gone:
-    remove_dir(g_dir);
+    /* Also after a server that never came up. */
+    if (g_dir[0] != '\0')
+        remove_dir(g_dir);
+    g_dir[0] = '\0';
 }
 
 /* Only async-signal-safe calls: kill the server, say why, leave. */
@@ -107,6 +113,10 @@ static void on_signal(int sig)
 {
     if (g_pid > 0)
         kill(g_pid, SIGKILL);
+    if (g_dir[0] != '\0') {
+        unlink(g_log);
+        rmdir(g_dir);
+    }
     static const char alarm_msg[] = "bench_redis: time limit reached, server killed\n";
     static const char sig_msg[] = "bench_redis: interrupted, server killed\n";
     if (sig == SIGALRM) {
@@ -228,6 +238,7 @@ void drv_server_start(drv_server *srv, const char *redis_server, const char *con
     if (mkdtemp(g_dir) == NULL)
         drv_die("mkdtemp: %s", strerror(errno));
     snprintf(srv->dir, sizeof srv->dir, "%s", g_dir);
+    snprintf(g_log, sizeof g_log, "%s/redis.log", g_dir);
     atexit(drv_server_stop);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
