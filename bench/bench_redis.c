@@ -48,10 +48,10 @@
 #define DAY_MS INT64_C(86400000)
 #define WINDOW_MS (90 * DAY_MS)
 #define ERROR_RATE 0.001
-#define ID_LEN 24             /* item ids: 24 hex characters */
-#define LOAD_BATCHES 360      /* a history arrives in this many batches (4 a day) */
-#define PAGE 20               /* items per add: one feed page */
-#define VARIANTS 4            /* distinct candidate batches per workload */
+#define ID_LEN 24        /* item ids: 24 hex characters */
+#define LOAD_BATCHES 360 /* a history arrives in this many batches (4 a day) */
+#define PAGE 20          /* items per add: one feed page */
+#define VARIANTS 4       /* distinct candidate batches per workload */
 #define MAX_HIST 4
 #define MAX_BATCH 2
 #define MAX_ROUNDS 15
@@ -66,12 +66,12 @@ typedef struct cfg {
     const char *bloom;
     const char *command;
     int rounds;
-    double slot_s;     /* throughput measurement per method and round */
-    double lat_s;      /* latency sampling per method and round */
-    int conns, depth;  /* load: connections and requests in flight on each */
+    double slot_s;    /* throughput measurement per method and round */
+    double lat_s;     /* latency sampling per method and round */
+    int conns, depth; /* load: connections and requests in flight on each */
     long fpr_candidates;
     int users;
-    unsigned limit_s;  /* the whole run is aborted after this */
+    unsigned limit_s; /* the whole run is aborted after this */
     long hist[MAX_HIST];
     int nhist;
     int batch[MAX_BATCH];
@@ -112,8 +112,14 @@ static uint64_t mix64(uint64_t z)
 }
 
 static uint64_t rng_state = UINT64_C(0x5eed);
-static uint64_t rnd(void) { return mix64(rng_state += UINT64_C(0x9e3779b97f4a7c15)); }
-static double rnd01(void) { return (double)(rnd() >> 11) * 0x1p-53; }
+static uint64_t rnd(void)
+{
+    return mix64(rng_state += UINT64_C(0x9e3779b97f4a7c15));
+}
+static double rnd01(void)
+{
+    return (double)(rnd() >> 11) * 0x1p-53;
+}
 
 /* Id i of stream s: 24 hex digits (96 random bits), like vivo's video ids.
  * Streams never meet, so "fresh" candidates are never in any history. */
@@ -136,9 +142,9 @@ static char *make_ids(uint64_t stream, long n)
     return ids;
 }
 
-#define STREAM_HIST 1u          /* + history index */
-#define STREAM_USER 1000u       /* + user number */
-#define STREAM_FRESH 500000u    /* candidates never added */
+#define STREAM_HIST 1u       /* + history index */
+#define STREAM_USER 1000u    /* + user number */
+#define STREAM_FRESH 500000u /* candidates never added */
 #define STREAM_FPR 600000u
 #define STREAM_ADD 700000u
 
@@ -146,10 +152,13 @@ static char *make_ids(uint64_t stream, long n)
 
 enum { K_SEEN, K_SEEN_AT, K_SET, K_ZSET, K_BF, K_BFS, NKINDS };
 static const char *kind_key[NKINDS] = {"seen", "seenat", "set", "zset", "bf", "bfs"};
-static const char *kind_label[NKINDS] = {"seen", "seen (AT import)", "SET", "ZSET",
-                                         "BF (reserved at n)", "BF (scaling from 100)"};
+static const char *kind_label[NKINDS] = {"seen", "seen (AT import)",   "SET",
+                                         "ZSET", "BF (reserved at n)", "BF (scaling from 100)"};
 
-static int kind_enabled(int k) { return (k != K_BF && k != K_BFS) || C.bloom != NULL; }
+static int kind_enabled(int k)
+{
+    return (k != K_BF && k != K_BFS) || C.bloom != NULL;
+}
 
 /* Time of batch b of B: the history spreads over the window, oldest first,
  * the last batch at t_end. */
@@ -219,7 +228,10 @@ static int arg(argbuf *a, int i, const char *s, size_t len)
     return i + 1;
 }
 
-static int arg_s(argbuf *a, int i, const char *s) { return arg(a, i, s, strlen(s)); }
+static int arg_s(argbuf *a, int i, const char *s)
+{
+    return arg(a, i, s, strlen(s));
+}
 
 static int arg_num(argbuf *a, int i, int slot, long long v)
 {
@@ -247,7 +259,8 @@ static size_t join_ids(char *out, const char *items, long n)
  * user's key receives it in production; the AT-import variant writes every
  * batch now with AT = its time, as a bulk import of an old history does.
  */
-static void load_key(piper *p, argbuf *a, int kind, const char *key, const char *items, long n, int64_t t_end)
+static void load_key(piper *p, argbuf *a, int kind, const char *key, const char *items, long n,
+                     int64_t t_end)
 {
     long B = n < LOAD_BATCHES ? n : LOAD_BATCHES;
     int i = 0;
@@ -328,7 +341,7 @@ static uint64_t jemalloc_class(uint64_t n)
     if (n <= 128)
         return (n + 15) & ~UINT64_C(15);
     unsigned lg = 63u - (unsigned)__builtin_clzll(n - 1); /* 2^lg < n <= 2^(lg+1) */
-    uint64_t step = UINT64_C(1) << (lg - 2);               /* four classes up to 2^(lg+1) */
+    uint64_t step = UINT64_C(1) << (lg - 2);              /* four classes up to 2^(lg+1) */
     return (n + step - 1) & ~(step - 1);
 }
 
@@ -355,8 +368,8 @@ static double num_of(const redisReply *r)
 
 /* Where a seen key's MEMORY USAGE goes. */
 typedef struct seen_mem {
-    long long usage;       /* MEMORY USAGE */
-    long long value;       /* SEEN.INFO bytes: every allocation of the value */
+    long long usage; /* MEMORY USAGE */
+    long long value; /* SEEN.INFO bytes: every allocation of the value */
     long long items;
     long long runs;        /* stored runs (exact or compact) */
     long long run_bytes;   /* their requested sizes: the encoded payload */
@@ -364,7 +377,7 @@ typedef struct seen_mem {
     long long head_bytes;  /* the raw buffer of recent additions */
     double fpr_estimate;
     char encoding[16];
-    char sizes[160];       /* "requested→class" of each run */
+    char sizes[160]; /* "requested→class" of each run */
 } seen_mem;
 
 static void seen_breakdown(redisContext *c, const char *key, seen_mem *m)
@@ -391,8 +404,8 @@ static void seen_breakdown(redisContext *c, const char *key, seen_mem *m)
         m->run_classes += (long long)jemalloc_class((uint64_t)bytes);
         size_t used = strlen(m->sizes);
         if (used + 40 < sizeof m->sizes)
-            snprintf(m->sizes + used, sizeof m->sizes - used, "%s%lld→%llu", used ? ", " : "", bytes,
-                     (unsigned long long)jemalloc_class((uint64_t)bytes));
+            snprintf(m->sizes + used, sizeof m->sizes - used, "%s%lld→%llu", used ? ", " : "",
+                     bytes, (unsigned long long)jemalloc_class((uint64_t)bytes));
     }
     freeReplyObject(r);
 }
@@ -432,21 +445,23 @@ typedef struct method {
     int kind;            /* key kind it reads */
     input_form input;
     reply_kind reply;
-    int exact;           /* answers must match exactly */
-    const char *stat;    /* its name in INFO commandstats */
+    int exact;        /* answers must match exactly */
+    const char *stat; /* its name in INFO commandstats */
 } method;
 
 static const method METHODS[] = {
     {"SEEN.FILTER key c…", "SEEN.FILTER", K_SEEN, IN_FILTER, R_UNSEEN, 0, "seen.filter"},
     {"SEEN.MFILTER ITEMS, REPLY UNSEEN", "UNSEEN", K_SEEN, IN_ITEMS, R_UNSEEN, 0, "seen.mfilter"},
     {"SEEN.MFILTER ITEMS, REPLY FLAGS", "FLAGS", K_SEEN, IN_ITEMS, R_FLAGS, 0, "seen.mfilter"},
-    {"SEEN.MFILTER ITEMS, REPLY INDEXES", "INDEXES", K_SEEN, IN_ITEMS, R_INDEXES, 0, "seen.mfilter"},
+    {"SEEN.MFILTER ITEMS, REPLY INDEXES", "INDEXES", K_SEEN, IN_ITEMS, R_INDEXES, 0,
+     "seen.mfilter"},
     {"SEEN.MFILTER BULK, REPLY UNSEEN", "UNSEEN", K_SEEN, IN_BULK, R_UNSEEN, 0, "seen.mfilter"},
     {"SEEN.MFILTER BULK, REPLY FLAGS", "FLAGS", K_SEEN, IN_BULK, R_FLAGS, 0, "seen.mfilter"},
     {"SEEN.MFILTER BULK, REPLY INDEXES", "INDEXES", K_SEEN, IN_BULK, R_INDEXES, 0, "seen.mfilter"},
     {"SMISMEMBER (SET)", "SMISMEMBER", K_SET, IN_PLAIN, R_INTS, 1, "smismember"},
     {"ZMSCORE (ZSET)", "ZMSCORE", K_ZSET, IN_PLAIN, R_SCORES, 1, "zmscore"},
-    {"ZRANGE 0 -1 (server side; filter in client)", "ZRANGE", K_ZSET, IN_ZRANGE, R_HISTORY, 1, "zrange"},
+    {"ZRANGE 0 -1 (server side; filter in client)", "ZRANGE", K_ZSET, IN_ZRANGE, R_HISTORY, 1,
+     "zrange"},
     {"BF.MEXISTS", "BF.MEXISTS", K_BF, IN_PLAIN, R_INTS, 0, "bf.mexists"},
 };
 #define NMETHODS ((int)(sizeof METHODS / sizeof *METHODS))
@@ -466,9 +481,9 @@ typedef struct cell_result {
     double cpu_rate[MAX_ROUNDS], cpu_ratio[MAX_ROUNDS];
     double scpu[MAX_ROUNDS], ccpu[MAX_ROUNDS];
     double srv_us[MAX_ROUNDS], cmd_us[MAX_ROUNDS]; /* server CPU per request; inside the command */
-    double *lat;              /* seconds, pooled over rounds */
+    double *lat;                                   /* seconds, pooled over rounds */
     int nlat, caplat;
-    double client_filter_s;   /* ZRANGE: median time of the client's filtering */
+    double client_filter_s; /* ZRANGE: median time of the client's filtering */
 } cell_result;
 
 static cell_result RES[MAX_HIST][MAX_BATCH][NMETHODS];
@@ -765,7 +780,8 @@ static void push_lat(cell_result *cr, double s)
  * by hiredis as an application would (and for ZRANGE, the client's filter
  * run on it).  Checks every answer.
  */
-static void measure_latency(redisContext *lat, query_ctx *q, cell_result *cr, double *filter_s, int *nfilter)
+static void measure_latency(redisContext *lat, query_ctx *q, cell_result *cr, double *filter_s,
+                            int *nfilter)
 {
     double end = drv_now() + C.lat_s;
     for (int s = 0; s < 1000 && (s < 3 || drv_now() < end); s++) {
@@ -787,8 +803,8 @@ static void measure_latency(redisContext *lat, query_ctx *q, cell_result *cr, do
                 drv_die("%s: client filter found %lld seen, expected %d", q->m->label, seen,
                         q->bt[v].from_history);
         } else if (!answer_ok(q->m, seen, q->bt[v].n, q->bt[v].from_history, q->hist_n)) {
-            drv_die("%s: %lld seen of %d candidates, %d from the history", q->m->label, seen, q->bt[v].n,
-                    q->bt[v].from_history);
+            drv_die("%s: %lld seen of %d candidates, %d from the history", q->m->label, seen,
+                    q->bt[v].n, q->bt[v].from_history);
         }
         /* ZRANGE's latency includes the client's filtering; the others'
          * include decoding only (counting flags is what any caller does). */
@@ -796,7 +812,10 @@ static void measure_latency(redisContext *lat, query_ctx *q, cell_result *cr, do
     }
 }
 
-static int method_enabled(const method *m) { return kind_enabled(m->kind); }
+static int method_enabled(const method *m)
+{
+    return kind_enabled(m->kind);
+}
 
 static drv_load query_load(const method *m)
 {
@@ -846,7 +865,8 @@ static void time_core(int h, const batch *bts, int64_t now, core_result *out)
     out->hash_us = median(hs, n) * 1e6;
 }
 
-static void run_queries(const drv_server *srv, redisContext *ctl, redisContext *lat, char **hist_ids, int64_t now)
+static void run_queries(const drv_server *srv, redisContext *ctl, redisContext *lat,
+                        char **hist_ids, int64_t now)
 {
     for (int h = 0; h < C.nhist; h++) {
         for (int b = 0; b < C.nbatch; b++) {
@@ -854,7 +874,8 @@ static void run_queries(const drv_server *srv, redisContext *ctl, redisContext *
             int bn = C.batch[b];
             batch bts[VARIANTS];
             for (int v = 0; v < VARIANTS; v++)
-                make_batch(&bts[v], hist_ids[h], hn, bn, STREAM_FRESH + (uint64_t)(h * 100 + b * 10 + v));
+                make_batch(&bts[v], hist_ids[h], hn, bn,
+                           STREAM_FRESH + (uint64_t)(h * 100 + b * 10 + v));
             query_ctx qs[NMETHODS];
             for (int mi = 0; mi < NMETHODS; mi++) {
                 const method *m = &METHODS[mi];
@@ -884,7 +905,8 @@ static void run_queries(const drv_server *srv, redisContext *ctl, redisContext *
                     drv_result res;
                     drv_run(srv, ctl, &load, query_gen, query_check, &qs[mi], &res);
                     cr->thr[r] = res.units_per_s;
-                    cr->cpu_rate[r] = res.server_us_per_req > 0 ? bn * 1e6 / res.server_us_per_req : 0;
+                    cr->cpu_rate[r] =
+                        res.server_us_per_req > 0 ? bn * 1e6 / res.server_us_per_req : 0;
                     cr->srv_us[r] = res.server_us_per_req;
                     cr->cmd_us[r] = res.cmd_us_per_req;
                     cr->scpu[r] = res.server_cpu_frac;
@@ -894,12 +916,14 @@ static void run_queries(const drv_server *srv, redisContext *ctl, redisContext *
                 }
                 for (int mi = 0; mi < NMETHODS; mi++)
                     RES[h][b][mi].ratio[r] = RES[h][b][mi].thr[r] / RES[h][b][M_SMISMEMBER].thr[r],
-                    RES[h][b][mi].cpu_ratio[r] = RES[h][b][mi].cpu_rate[r] / RES[h][b][M_SMISMEMBER].cpu_rate[r];
-                progress("queries: history %ld, batch %d, round %d/%d: SMISMEMBER %.2fM cand/s, "
-                         "seen BULK FLAGS %.2fM (%.2fx; per server CPU-s %.2fx), best seen form %.2fM",
-                         hn, bn, r + 1, C.rounds, RES[h][b][M_SMISMEMBER].thr[r] / 1e6,
-                         RES[h][b][M_BULK_FLAGS].thr[r] / 1e6, RES[h][b][M_BULK_FLAGS].ratio[r],
-                         RES[h][b][M_BULK_FLAGS].cpu_ratio[r], best / 1e6);
+                    RES[h][b][mi].cpu_ratio[r] =
+                        RES[h][b][mi].cpu_rate[r] / RES[h][b][M_SMISMEMBER].cpu_rate[r];
+                progress(
+                    "queries: history %ld, batch %d, round %d/%d: SMISMEMBER %.2fM cand/s, "
+                    "seen BULK FLAGS %.2fM (%.2fx; per server CPU-s %.2fx), best seen form %.2fM",
+                    hn, bn, r + 1, C.rounds, RES[h][b][M_SMISMEMBER].thr[r] / 1e6,
+                    RES[h][b][M_BULK_FLAGS].thr[r] / 1e6, RES[h][b][M_BULK_FLAGS].ratio[r],
+                    RES[h][b][M_BULK_FLAGS].cpu_ratio[r], best / 1e6);
             }
             for (int mi = 0; mi < NMETHODS; mi++) {
                 int nf = nfilter[mi] < 64 ? nfilter[mi] : 64;
@@ -1002,8 +1026,9 @@ static void run_adds(const drv_server *srv, redisContext *ctl, int64_t ts)
         }
         for (int k = 0; k < NADDS; k++)
             ADDS[k].ratio[r] = ADDS[k].thr[r] / ADDS[A_SADD].thr[r];
-        progress("adds: round %d/%d: SEEN.ADD %.0fk items/s, SADD %.0fk, ZADD %.0fk", r + 1, C.rounds,
-                 ADDS[A_SEEN].thr[r] / 1e3, ADDS[A_SADD].thr[r] / 1e3, ADDS[A_ZADD].thr[r] / 1e3);
+        progress("adds: round %d/%d: SEEN.ADD %.0fk items/s, SADD %.0fk, ZADD %.0fk", r + 1,
+                 C.rounds, ADDS[A_SEEN].thr[r] / 1e3, ADDS[A_SADD].thr[r] / 1e3,
+                 ADDS[A_ZADD].thr[r] / 1e3);
     }
 }
 
@@ -1056,8 +1081,8 @@ static void run_fpr(redisContext *c, fpr_row *rows)
         seen_mem sm;
         seen_breakdown(c, keys[0], &sm);
         row->seen_estimate = sm.fpr_estimate;
-        progress("false positives: history %ld: seen %lld, BF %lld of %lld fresh candidates", row->n,
-                 row->seen_fp, row->bf_fp, row->tested);
+        progress("false positives: history %ld: seen %lld, BF %lld of %lld fresh candidates",
+                 row->n, row->seen_fp, row->bf_fp, row->tested);
     }
     free(ids);
     free(joined);
@@ -1069,7 +1094,8 @@ static void run_fpr(redisContext *c, fpr_row *rows)
 
 /* redis-benchmark re-measures a method with the same batch, connections
  * and pipeline: requests/s from its CSV, or -1. */
-static double redis_benchmark(const drv_server *srv, const method *m, const char *key, const batch *bt, int requests)
+static double redis_benchmark(const drv_server *srv, const method *m, const char *key,
+                              const batch *bt, int requests)
 {
     int cap = bt->n + 32, argc = 0;
     const char **argv = xmalloc((size_t)cap * sizeof *argv);
@@ -1078,12 +1104,24 @@ static double redis_benchmark(const drv_server *srv, const method *m, const char
     snprintf(conns, sizeof conns, "%d", C.conns);
     snprintf(depth, sizeof depth, "%d", C.depth);
     snprintf(nreq, sizeof nreq, "%d", requests);
-    const char *pre[] = {"redis-benchmark", "-h", "127.0.0.1", "-p", port, "-c", conns, "-P", depth, "-n", nreq, "--csv"};
+    const char *pre[] = {"redis-benchmark",
+                         "-h",
+                         "127.0.0.1",
+                         "-p",
+                         port,
+                         "-c",
+                         conns,
+                         "-P",
+                         depth,
+                         "-n",
+                         nreq,
+                         "--csv"};
     for (size_t i = 0; i < sizeof pre / sizeof *pre; i++)
         argv[argc++] = pre[i];
     char *joined = NULL;
     if (m->input == IN_BULK || m->input == IN_ITEMS) {
-        const char *mf[] = {"SEEN.MFILTER", "1", key, "REPLY", m->command, m->input == IN_BULK ? "BULK" : "ITEMS"};
+        const char *mf[] = {"SEEN.MFILTER", "1",        key,
+                            "REPLY",        m->command, m->input == IN_BULK ? "BULK" : "ITEMS"};
         for (size_t i = 0; i < 6; i++)
             argv[argc++] = mf[i];
     }
@@ -1227,7 +1265,8 @@ static void run_cross_check(const drv_server *srv, redisContext *ctl, char **his
     for (int v = 0; v < VARIANTS; v++)
         free(bts[v].ids);
     x->ran = 1;
-    progress("client checks: redis-benchmark SMISMEMBER %.2fM cand/s (ours %.2fM); twice the requests in flight: "
+    progress("client checks: redis-benchmark SMISMEMBER %.2fM cand/s (ours %.2fM); twice the "
+             "requests in flight: "
              "SMISMEMBER %.2fM -> %.2fM, BULK FLAGS %.2fM -> %.2fM",
              x->rows[0].theirs / 1e6, x->rows[0].ours / 1e6, x->base[0] / 1e6, x->doubled[0] / 1e6,
              x->base[1] / 1e6, x->doubled[1] / 1e6);
@@ -1259,7 +1298,8 @@ static void read_first_line(const char *path, const char *prefix, char *out, siz
 }
 
 typedef struct machine {
-    char cpu[160], load_before[64], load_after[64], kernel[128], redis[64], date[64], rev[64], bloom_ver[32];
+    char cpu[160], load_before[64], load_after[64], kernel[128], redis[64], date[64], rev[64],
+        bloom_ver[32];
     long cores;
     long long mem_mb;
 } machine;
@@ -1276,7 +1316,8 @@ static void machine_info(machine *mi, redisContext *c)
         snprintf(mi->kernel, sizeof mi->kernel, "%.20s %.100s", u.sysname, u.release);
     redisReply *r = drv_cmd(c, "INFO SERVER");
     const char *v = strstr(r->str, "redis_version:");
-    snprintf(mi->redis, sizeof mi->redis, "%.*s", v ? (int)strcspn(v + 14, "\r\n") : 1, v ? v + 14 : "?");
+    snprintf(mi->redis, sizeof mi->redis, "%.*s", v ? (int)strcspn(v + 14, "\r\n") : 1,
+             v ? v + 14 : "?");
     freeReplyObject(r);
     time_t now = time(NULL);
     strftime(mi->date, sizeof mi->date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
@@ -1295,8 +1336,10 @@ static void machine_info(machine *mi, redisContext *c)
     mi->bloom_ver[0] = '\0';
     r = drv_cmd(c, "MODULE LIST");
     for (size_t i = 0; i < r->elements; i++) {
-        const redisReply *name = map_get(r->element[i], "name"), *ver = map_get(r->element[i], "ver");
-        if (name && name->str && strcmp(name->str, "bf") == 0 && ver && ver->type == REDIS_REPLY_INTEGER)
+        const redisReply *name = map_get(r->element[i], "name"),
+                         *ver = map_get(r->element[i], "ver");
+        if (name && name->str && strcmp(name->str, "bf") == 0 && ver &&
+            ver->type == REDIS_REPLY_INTEGER)
             snprintf(mi->bloom_ver, sizeof mi->bloom_ver, "%lld.%lld.%lld", ver->integer / 10000,
                      ver->integer / 100 % 100, ver->integer % 100);
     }
@@ -1341,7 +1384,10 @@ static const char *human_rate(double v, char *buf)
     return buf;
 }
 
-static double rate_median(const cell_result *cr) { return median(cr->thr, C.rounds); }
+static double rate_median(const cell_result *cr)
+{
+    return median(cr->thr, C.rounds);
+}
 
 static void fmt_ms(double s, char *buf)
 {
@@ -1380,8 +1426,8 @@ static FILE *open_out(const char *name)
     return f;
 }
 
-static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *pm, const long long *apps,
-                         const fpr_row *fr, const cross *x, double elapsed)
+static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *pm,
+                         const long long *apps, const fpr_row *fr, const cross *x, double elapsed)
 {
     char b1[32], b2[32], b3[32];
     FILE *f = open_out("latest.md");
@@ -1396,53 +1442,78 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
     double cpu_ratio = median(RES[h10][b10][M_BULK_FLAGS].cpu_ratio, C.rounds);
     int best_m = M_FILTER;
     for (int mi2 = 0; mi2 <= M_BULK_FLAGS + 1; mi2++)
-        if (median(RES[h10][b10][mi2].cpu_ratio, C.rounds) > median(RES[h10][b10][best_m].cpu_ratio, C.rounds))
+        if (median(RES[h10][b10][mi2].cpu_ratio, C.rounds) >
+            median(RES[h10][b10][best_m].cpu_ratio, C.rounds))
             best_m = mi2;
 
     fprintf(f, "# seen against Redis SET, ZSET and Bloom filters\n\n");
-    fprintf(f, "Generated by `bench/bench_redis` (`%s`) on %s; the run took %.0f s.\n\n", C.command, mi->date, elapsed);
-    fprintf(f, "- Machine: %s, %ld cores, %lld MB RAM, %s; load average %s before the run, %s after "
-               "(a shared machine: compare ratios, which are measured moments apart, not absolute rates).\n",
+    fprintf(f, "Generated by `bench/bench_redis` (`%s`) on %s; the run took %.0f s.\n\n", C.command,
+            mi->date, elapsed);
+    fprintf(f,
+            "- Machine: %s, %ld cores, %lld MB RAM, %s; load average %s before the run, %s after "
+            "(a shared machine: compare ratios, which are measured moments apart, not absolute "
+            "rates).\n",
             mi->cpu, mi->cores, mi->mem_mb, mi->kernel, mi->load_before, mi->load_after);
-    fprintf(f, "- Redis %s (one redis-server started by the benchmark: no persistence, io-threads 1) with "
-               "`build/seen.so` (seen %s)%s%s%s%s%s.\n",
-            mi->redis, mi->rev, C.bloom ? " and RedisBloom " : "; RedisBloom not loaded (set REDISBLOOM_MODULE): "
-                                                             "the BF columns are skipped",
-            C.bloom ? mi->bloom_ver : "", C.bloom ? " (`" : "", C.bloom ? C.bloom : "", C.bloom ? "`)" : "");
-    fprintf(f, "- Items: 24-character hex ids.  seen keys: `WINDOW 90d SLICES 4 ERROR 0.001`.  Figures are "
-               "medians of %d rounds; each round measures every method of a workload back to back.\n\n",
-            C.rounds);
+    fprintf(
+        f,
+        "- Redis %s (one redis-server started by the benchmark: no persistence, io-threads 1) with "
+        "`build/seen.so` (seen %s)%s%s%s%s%s.\n",
+        mi->redis, mi->rev,
+        C.bloom ? " and RedisBloom "
+                : "; RedisBloom not loaded (set REDISBLOOM_MODULE): "
+                  "the BF columns are skipped",
+        C.bloom ? mi->bloom_ver : "", C.bloom ? " (`" : "", C.bloom ? C.bloom : "",
+        C.bloom ? "`)" : "");
+    fprintf(
+        f,
+        "- Items: 24-character hex ids.  seen keys: `WINDOW 90d SLICES 4 ERROR 0.001`.  Figures "
+        "are "
+        "medians of %d rounds; each round measures every method of a workload back to back.\n\n",
+        C.rounds);
 
     fprintf(f, "## Targets\n\n");
     fprintf(f, "| target | measured | goal | met |\n| --- | --- | --- | --- |\n");
-    fprintf(f, "| memory per item, %s-item history: SET / seen | %.1f× (%.1f vs %.2f bytes) | ≥ 40× | %s |\n",
+    fprintf(f,
+            "| memory per item, %s-item history: SET / seen | %.1f× (%.1f vs %.2f bytes) | ≥ 40× | "
+            "%s |\n",
             commas(m10->n, b1), mem_ratio, set_pi, seen_pi, mem_ratio >= 40 ? "yes" : "**no**");
-    fprintf(f, "| candidates per second of server CPU, %d-candidate batches on a %s-item history: "
-               "`SEEN.MFILTER … REPLY FLAGS BULK` / SMISMEMBER | %.2f× (%s vs %s) | ≥ 2× | %s |\n",
+    fprintf(f,
+            "| candidates per second of server CPU, %d-candidate batches on a %s-item history: "
+            "`SEEN.MFILTER … REPLY FLAGS BULK` / SMISMEMBER | %.2f× (%s vs %s) | ≥ 2× | %s |\n",
             C.batch[b10], commas(m10->n, b2), cpu_ratio,
             human_rate(median(RES[h10][b10][M_BULK_FLAGS].cpu_rate, C.rounds), b3),
             human_rate(median(smis->cpu_rate, C.rounds), b1), cpu_ratio >= 2 ? "yes" : "**no**");
-    fprintf(f, "| the same in wall-clock candidates/s (%d pipelined connections; noisy on a shared machine) | "
-               "%.2f× (%s vs %s) | ≥ 2× | %s |\n",
+    fprintf(f,
+            "| the same in wall-clock candidates/s (%d pipelined connections; noisy on a shared "
+            "machine) | "
+            "%.2f× (%s vs %s) | ≥ 2× | %s |\n",
             C.conns, thr_ratio, human_rate(rate_median(&RES[h10][b10][M_BULK_FLAGS]), b3),
             human_rate(rate_median(smis), b1), thr_ratio >= 2 ? "yes" : "**no**");
-    fprintf(f, "| best seen form per server CPU-second (%s) | %.2f× | ≥ 2× | %s |\n\n", METHODS[best_m].label,
-            median(RES[h10][b10][best_m].cpu_ratio, C.rounds),
+    fprintf(f, "| best seen form per server CPU-second (%s) | %.2f× | ≥ 2× | %s |\n\n",
+            METHODS[best_m].label, median(RES[h10][b10][best_m].cpu_ratio, C.rounds),
             median(RES[h10][b10][best_m].cpu_ratio, C.rounds) >= 2 ? "yes" : "**no**");
     if (mem_ratio < 40 || cpu_ratio < 2 || thr_ratio < 2)
-        fprintf(f, "Why a target is missed: see [where seen's bytes go](#where-a-seen-keys-bytes-go) and [where the "
-                   "server's time goes](#where-the-servers-time-goes-%d-candidate-batches).\n\n",
+        fprintf(f,
+                "Why a target is missed: see [where seen's bytes go](#where-a-seen-keys-bytes-go) "
+                "and [where the "
+                "server's time goes](#where-the-servers-time-goes-%d-candidate-batches).\n\n",
                 C.batch[b10]);
 
     /* ---- memory per item */
     fprintf(f, "## Memory per item (MEMORY USAGE key SAMPLES 0 / items)\n\n");
-    fprintf(f, "Each history arrives in time order in %d batches spread over the 90-day window (one per item "
-               "below %d items), oldest first.  **seen**: each batch written at its own time "
-               "(`SEEN.INSERT key NOW t BULK …`, what a key receives in production); **seen (AT import)**: "
-               "the same batches written now with `AT t` (a bulk import of an old history).  ZSET scores are "
-               "the batch times.  BF: `BF.RESERVE key 0.001 n` (sized for the history: its best case) and "
-               "`BF.RESERVE key 0.001 100` growing by scaling.  Floor: log2(1/0.001) = 9.97 bits = 1.25 bytes.\n\n",
-            LOAD_BATCHES, LOAD_BATCHES);
+    fprintf(
+        f,
+        "Each history arrives in time order in %d batches spread over the 90-day window (one per "
+        "item "
+        "below %d items), oldest first.  **seen**: each batch written at its own time "
+        "(`SEEN.INSERT key NOW t BULK …`, what a key receives in production); **seen (AT "
+        "import)**: "
+        "the same batches written now with `AT t` (a bulk import of an old history).  ZSET scores "
+        "are "
+        "the batch times.  BF: `BF.RESERVE key 0.001 n` (sized for the history: its best case) and "
+        "`BF.RESERVE key 0.001 100` growing by scaling.  Floor: log2(1/0.001) = 9.97 bits = 1.25 "
+        "bytes.\n\n",
+        LOAD_BATCHES, LOAD_BATCHES);
     fprintf(f, "| items |");
     for (int k = 0; k < NKINDS; k++)
         if (kind_enabled(k))
@@ -1466,51 +1537,71 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
     }
 
     fprintf(f, "\n### Where a seen key's bytes go\n\n");
-    fprintf(f, "From `SEEN.INFO` (runs: requested sizes of the encoded runs; `bytes`: every allocation of the "
-               "value as jemalloc sizes it) and MEMORY USAGE.  Rounding = what jemalloc's size classes add to "
+    fprintf(f, "From `SEEN.INFO` (runs: requested sizes of the encoded runs; `bytes`: every "
+               "allocation of the "
+               "value as jemalloc sizes it) and MEMORY USAGE.  Rounding = what jemalloc's size "
+               "classes add to "
                "the runs (classes 4 per doubling: up to +25%%).\n\n");
-    fprintf(f, "The middle part is fixed: in the in-process twin (plain malloc, requested sizes) the set's "
+    fprintf(f, "The middle part is fixed: in the in-process twin (plain malloc, requested sizes) "
+               "the set's "
                "allocations other than its runs come to");
     for (int h = 0; h < C.nhist; h++)
         fprintf(f, "%s %lld", h ? "," : "", ref_fixed_bytes(REF[h]));
-    fprintf(f, " bytes at these sizes; the Redis key column is MEMORY USAGE's own share (key name, entry).\n\n");
-    fprintf(f, "| items | encoding | runs | encoded runs | + jemalloc rounding | + set header, slices, buffer | "
-               "+ Redis key | = MEMORY USAGE | bytes/item | SET / seen | … if runs alone | … without rounding |\n");
-    fprintf(f, "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    fprintf(f, " bytes at these sizes; the Redis key column is MEMORY USAGE's own share (key name, "
+               "entry).\n\n");
+    fprintf(f, "| items | encoding | runs | encoded runs | + jemalloc rounding | + set header, "
+               "slices, buffer | "
+               "+ Redis key | = MEMORY USAGE | bytes/item | SET / seen | … if runs alone | … "
+               "without rounding |\n");
+    fprintf(
+        f,
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int h = 0; h < C.nhist; h++) {
         const seen_mem *s = &hm[h].seen;
         long long rounding = s->run_classes - s->run_bytes;
         long long rest = s->value - s->run_classes;
         double set_bytes = (double)hm[h].usage[K_SET];
-        fprintf(f, "| %s | %s | %lld | %lld (%.1f bits/item) | %lld | %lld | %lld | %lld | %.2f | %.1f× | %.1f× | "
-                   "%.1f× |\n",
-                commas(hm[h].n, b1), s->encoding, s->runs, s->run_bytes, 8.0 * (double)s->run_bytes / (double)s->items,
-                rounding, rest, s->usage - s->value, s->usage, (double)s->usage / (double)hm[h].n,
-                set_bytes / (double)s->usage, set_bytes / (double)s->run_bytes,
-                set_bytes / (double)(s->usage - rounding));
+        fprintf(f,
+                "| %s | %s | %lld | %lld (%.1f bits/item) | %lld | %lld | %lld | %lld | %.2f | "
+                "%.1f× | %.1f× | "
+                "%.1f× |\n",
+                commas(hm[h].n, b1), s->encoding, s->runs, s->run_bytes,
+                8.0 * (double)s->run_bytes / (double)s->items, rounding, rest, s->usage - s->value,
+                s->usage, (double)s->usage / (double)hm[h].n, set_bytes / (double)s->usage,
+                set_bytes / (double)s->run_bytes, set_bytes / (double)(s->usage - rounding));
     }
 
     fprintf(f, "\nRun sizes, requested → jemalloc class:");
     for (int h = 0; h < C.nhist; h++)
         fprintf(f, "%s %s items: %s", h ? ";" : "", commas(hm[h].n, b1), hm[h].seen.sizes);
     fprintf(f, ".\n");
-    fprintf(f, "\nThe AT-import keys hold the same items in many more runs, most of them far finer than the error "
+    fprintf(f, "\nThe AT-import keys hold the same items in many more runs, most of them far finer "
+               "than the error "
                "needs: ");
     for (int h = 0; h < C.nhist; h++) {
         const seen_mem *a = &hm[h].seen_at;
-        fprintf(f, "%s%s items: %lld runs, %.1f bits/item encoded (live: %lld runs, %.1f)", h ? "; " : "",
-                commas(hm[h].n, b1), a->runs, 8.0 * (double)a->run_bytes / (double)(a->items ? a->items : 1),
-                hm[h].seen.runs, 8.0 * (double)hm[h].seen.run_bytes / (double)(hm[h].seen.items ? hm[h].seen.items : 1));
+        fprintf(f, "%s%s items: %lld runs, %.1f bits/item encoded (live: %lld runs, %.1f)",
+                h ? "; " : "", commas(hm[h].n, b1), a->runs,
+                8.0 * (double)a->run_bytes / (double)(a->items ? a->items : 1), hm[h].seen.runs,
+                8.0 * (double)hm[h].seen.run_bytes /
+                    (double)(hm[h].seen.items ? hm[h].seen.items : 1));
     }
-    fprintf(f, ".  Written now with AT spread over 90 days, the key looks a window old from its first batch, so "
-               "it plans its fingerprints for the items it holds then (the first batch), re-plans as it grows, and "
-               "each new run must fit in what the earlier, coarser runs left of the error budget: later runs get "
+    fprintf(f, ".  Written now with AT spread over 90 days, the key looks a window old from its "
+               "first batch, so "
+               "it plans its fingerprints for the items it holds then (the first batch), re-plans "
+               "as it grows, and "
+               "each new run must fit in what the earlier, coarser runs left of the error budget: "
+               "later runs get "
                "ever finer fingerprints (`SEEN.INFO` runs show bits/item rising run by run).\n");
 
     /* ---- population */
-    fprintf(f, "\n## Memory per user: a population of %d users (seed 003's 60%% / 30%% / 10%%)\n\n", C.users);
-    fprintf(f, "Sizes drawn uniformly in [0.5, 1.5] × the class's typical size; each user's history loaded as "
-               "above (seen: live).  BF: scaling from 100 (a user's size is not known in advance).\n\n");
+    fprintf(f, "\n## Memory per user: a population of %d users (seed 003's 60%% / 30%% / 10%%)\n\n",
+            C.users);
+    fprintf(
+        f,
+        "Sizes drawn uniformly in [0.5, 1.5] × the class's typical size; each user's history "
+        "loaded as "
+        "above (seen: live).  BF: scaling from 100 (a user's size is not known in advance).\n\n");
     fprintf(f, "| class | users | items/user |");
     for (int k = 0; k < NKINDS; k++)
         if (kind_enabled(k) && k != K_SEEN_AT && k != K_BF)
@@ -1532,31 +1623,38 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
         }
         if (users == 0)
             continue;
-        fprintf(f, "| %s | %lld | %s |", all ? "**all**" : class_label[cl], users, commas(items / users, b1));
+        fprintf(f, "| %s | %lld | %s |", all ? "**all**" : class_label[cl], users,
+                commas(items / users, b1));
         for (int k = 0; k < NKINDS; k++)
             if (kind_enabled(k) && k != K_SEEN_AT && k != K_BF)
                 fprintf(f, " %s |", commas(u[k] / users, b2));
-        fprintf(f, " %.1f× | %.1f× |\n", (double)u[K_SET] / (double)u[K_SEEN], (double)u[K_ZSET] / (double)u[K_SEEN]);
+        fprintf(f, " %.1f× | %.1f× |\n", (double)u[K_SET] / (double)u[K_SEEN],
+                (double)u[K_ZSET] / (double)u[K_SEEN]);
     }
 
     /* ---- apps */
     fprintf(f, "\n## 300 integer app ids in [2,700,000, 3,100,000) (seed 004)\n\n");
-    fprintf(f, "seen: `SEEN.RESERVE key WINDOW 10m IDS INT` (exact), 15 pages of 20 ids over ten minutes.\n\n");
+    fprintf(f, "seen: `SEEN.RESERVE key WINDOW 10m IDS INT` (exact), 15 pages of 20 ids over ten "
+               "minutes.\n\n");
     fprintf(f, "| | seen (IDS INT) | SET (intset) | ZSET |%s\n| --- | ---: | ---: | ---: |%s\n",
             C.bloom ? " BF (reserved at 300) |" : "", C.bloom ? " ---: |" : "");
     fprintf(f, "| MEMORY USAGE | %lld | %lld | %lld |", apps[K_SEEN], apps[K_SET], apps[K_ZSET]);
     if (C.bloom)
         fprintf(f, " %lld |", apps[K_BF]);
-    fprintf(f, "\n| bytes/item | %.2f | %.2f | %.2f |", apps[K_SEEN] / 300.0, apps[K_SET] / 300.0, apps[K_ZSET] / 300.0);
+    fprintf(f, "\n| bytes/item | %.2f | %.2f | %.2f |", apps[K_SEEN] / 300.0, apps[K_SET] / 300.0,
+            apps[K_ZSET] / 300.0);
     if (C.bloom)
         fprintf(f, " %.2f |", apps[K_BF] / 300.0);
     fprintf(f, "\n\n");
 
     /* ---- FPR */
     fprintf(f, "## False-positive rate (configured 0.001)\n\n");
-    fprintf(f, "Fresh candidates, never added, checked against the keys above; 95%% interval from the binomial "
+    fprintf(f, "Fresh candidates, never added, checked against the keys above; 95%% interval from "
+               "the binomial "
                "count.  SET and ZSET are exact.\n\n");
-    fprintf(f, "| items | candidates | seen | seen's own bound (fpr-estimate) |%s\n| ---: | ---: | --- | ---: |%s\n",
+    fprintf(f,
+            "| items | candidates | seen | seen's own bound (fpr-estimate) |%s\n| ---: | ---: | "
+            "--- | ---: |%s\n",
             C.bloom ? " BF (n) | BF (scaling) |" : "", C.bloom ? " --- | --- |" : "");
     for (int h = 0; h < C.nhist; h++) {
         const fpr_row *r = &fr[h];
@@ -1574,16 +1672,24 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
 
     /* ---- queries */
     fprintf(f, "\n## Batch queries: candidates/s and latency\n\n");
-    fprintf(f, "Each batch: 10%% of the candidates drawn from the key's history, 90%% fresh; %d distinct batches "
-               "in turn.  **Candidates/s**: %d connections × %d pipelined requests from one client thread "
-               "(replies tallied by hiredis's reader without reply objects), rate between the first and the last "
-               "reply of a %.2f s measurement.  **Per CPU-s**: candidates per second of server CPU time (INFO CPU), "
-               "what the server does with a core to itself; × = that against SMISMEMBER in the same round (wall-clock "
-               "ratios are in the targets).  **Latency**: one "
-               "connection, one request at a time, reply decoded by hiredis (ZRANGE: plus the client's filter "
-               "against the history, a hash set).  Every reply is checked (all history candidates seen; exact methods "
-               "exactly).  ZRANGE rows count the server's side only: the filtering is the client's.\n",
-            VARIANTS, C.conns, C.depth, C.slot_s);
+    fprintf(
+        f,
+        "Each batch: 10%% of the candidates drawn from the key's history, 90%% fresh; %d distinct "
+        "batches "
+        "in turn.  **Candidates/s**: %d connections × %d pipelined requests from one client thread "
+        "(replies tallied by hiredis's reader without reply objects), rate between the first and "
+        "the last "
+        "reply of a %.2f s measurement.  **Per CPU-s**: candidates per second of server CPU time "
+        "(INFO CPU), "
+        "what the server does with a core to itself; × = that against SMISMEMBER in the same round "
+        "(wall-clock "
+        "ratios are in the targets).  **Latency**: one "
+        "connection, one request at a time, reply decoded by hiredis (ZRANGE: plus the client's "
+        "filter "
+        "against the history, a hash set).  Every reply is checked (all history candidates seen; "
+        "exact methods "
+        "exactly).  ZRANGE rows count the server's side only: the filtering is the client's.\n",
+        VARIANTS, C.conns, C.depth, C.slot_s);
     for (int h = 0; h < C.nhist; h++) {
         fprintf(f, "\n### History of %s items\n\n| method |", commas(C.hist[h], b1));
         for (int b = 0; b < C.nbatch; b++)
@@ -1603,22 +1709,29 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
                 fmt_ms(percentile(cr->lat, cr->nlat, 99), b3);
                 char b4[32];
                 fprintf(f, " %s | %s | %.2f× | %s | %s |", human_rate(rate_median(cr), b1),
-                        human_rate(median(cr->cpu_rate, C.rounds), b4), median(cr->cpu_ratio, C.rounds), b2, b3);
+                        human_rate(median(cr->cpu_rate, C.rounds), b4),
+                        median(cr->cpu_ratio, C.rounds), b2, b3);
             }
             fprintf(f, "\n");
         }
         const cell_result *z = &RES[h][C.nbatch - 1][M_ZRANGE];
-        fprintf(f, "\nZRANGE's client-side filter alone (build a hash set of the %s returned items, probe %d "
-                   "candidates): %.2f ms per batch of this client's CPU, on top of the server's work.\n",
-                commas(C.hist[h], b1), C.batch[C.nbatch - 1], z->client_filter_s * 1e3);
+        fprintf(
+            f,
+            "\nZRANGE's client-side filter alone (build a hash set of the %s returned items, probe "
+            "%d "
+            "candidates): %.2f ms per batch of this client's CPU, on top of the server's work.\n",
+            commas(C.hist[h], b1), C.batch[C.nbatch - 1], z->client_filter_s * 1e3);
     }
 
     /* ---- adds */
     fprintf(f, "\n## Adds: items/s\n\n");
-    fprintf(f, "Pages of %d fresh items, each to a random user of the population, %d connections × %d pipelined; "
-               "× = against SADD in the same round.  seen adds at the server's clock.\n\n",
+    fprintf(f,
+            "Pages of %d fresh items, each to a random user of the population, %d connections × %d "
+            "pipelined; "
+            "× = against SADD in the same round.  seen adds at the server's clock.\n\n",
             PAGE, C.conns, C.depth * 4);
-    fprintf(f, "| command | items/s | × SADD | server CPU | server µs per command (min) | in the command µs (min) |\n"
+    fprintf(f, "| command | items/s | × SADD | server CPU | server µs per command (min) | in the "
+               "command µs (min) |\n"
                "| --- | ---: | ---: | ---: | ---: | ---: |\n");
     for (int k = 0; k < NADDS; k++)
         if (ADDS[k].ran)
@@ -1629,20 +1742,28 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
 
     /* ---- where the time goes */
     fprintf(f, "\n## Where the server's time goes (%d-candidate batches)\n\n", C.batch[b10]);
-    fprintf(f, "Per request, the minimum over the rounds (commandstats times are wall-clock, so another process "
+    fprintf(f, "Per request, the minimum over the rounds (commandstats times are wall-clock, so "
+               "another process "
                "taking the CPU inflates them; the least disturbed round is the cost).  "
                "**Server CPU**: INFO CPU over the measurement / replies. "
-               "**In the command**: INFO commandstats usec_per_call (the command function, reply buffering "
-               "included).  **Outside**: the rest — reading the request from the socket, parsing RESP, making one "
+               "**In the command**: INFO commandstats usec_per_call (the command function, reply "
+               "buffering "
+               "included).  **Outside**: the rest — reading the request from the socket, parsing "
+               "RESP, making one "
                "Redis object per argument, writing the reply.  **Core**: the core library alone "
-               "(`seen_query_str` + `seen_query_run`), timed in this process on a twin of the key built by the "
+               "(`seen_query_str` + `seen_query_run`), timed in this process on a twin of the key "
+               "built by the "
                "same writes (serialized sizes: ");
     for (int h = 0; h < C.nhist; h++)
-        fprintf(f, "%s%lld vs the key's %lld", h ? ", " : "", REF_SERIALIZED[h][0], REF_SERIALIZED[h][1]);
-    fprintf(f, " bytes), with the same candidates; of which hashing and sorting the candidates (`seen_query_str`) "
-               "in brackets.  **Module**: in the command minus the core (parsing items, BULK splitting, the "
+        fprintf(f, "%s%lld vs the key's %lld", h ? ", " : "", REF_SERIALIZED[h][0],
+                REF_SERIALIZED[h][1]);
+    fprintf(f, " bytes), with the same candidates; of which hashing and sorting the candidates "
+               "(`seen_query_str`) "
+               "in brackets.  **Module**: in the command minus the core (parsing items, BULK "
+               "splitting, the "
                "reply).\n\n");
-    fprintf(f, "| history | method | server CPU µs | in the command µs | outside µs | core µs | module µs | "
+    fprintf(f, "| history | method | server CPU µs | in the command µs | outside µs | core µs | "
+               "module µs | "
                "ns per candidate |\n| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     int preempted = 0;
     for (int h = 0; h < C.nhist; h++)
@@ -1651,7 +1772,8 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
             if (!cr->ran || mi2 == M_ZRANGE)
                 continue;
             double srv_us = minimum(cr->srv_us, C.rounds), cmd_us = minimum(cr->cmd_us, C.rounds);
-            fprintf(f, "| %s | %s | %.0f | %.0f |", commas(C.hist[h], b1), METHODS[mi2].label, srv_us, cmd_us);
+            fprintf(f, "| %s | %s | %.0f | %.0f |", commas(C.hist[h], b1), METHODS[mi2].label,
+                    srv_us, cmd_us);
             if (srv_us >= cmd_us)
                 fprintf(f, " %.0f |", srv_us - cmd_us);
             else
@@ -1663,8 +1785,10 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
                 fprintf(f, " | |");
             fprintf(f, " %.0f |\n", srv_us * 1e3 / C.batch[b10]);
         }
-    fprintf(f, "\nThe core alone per batch size (µs per batch, in this process), beside SMISMEMBER's whole server "
-               "CPU per batch: the core walks the stored runs, so its cost grows with the history as well as with "
+    fprintf(f, "\nThe core alone per batch size (µs per batch, in this process), beside "
+               "SMISMEMBER's whole server "
+               "CPU per batch: the core walks the stored runs, so its cost grows with the history "
+               "as well as with "
                "the batch.\n\n| history |");
     for (int b = 0; b < C.nbatch; b++)
         fprintf(f, " core, %s candidates | SMISMEMBER server CPU |", commas(C.batch[b], b1));
@@ -1680,8 +1804,10 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
         fprintf(f, "\n");
     }
     if (preempted)
-        fprintf(f, "\n≈0 (preempted): the command's wall-clock time exceeded the server's CPU time in every round — "
-                   "other processes took the CPU while it ran; its split is unknown in this run.\n");
+        fprintf(f,
+                "\n≈0 (preempted): the command's wall-clock time exceeded the server's CPU time in "
+                "every round — "
+                "other processes took the CPU while it ran; its split is unknown in this run.\n");
 
     /* ---- client check */
     fprintf(f, "\n## Is the client the bottleneck?\n\n");
@@ -1695,35 +1821,51 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
                     scpu_all[nscpu++] = median(RES[h][b][mi2].scpu, C.rounds);
                     max_ccpu = cc > max_ccpu ? cc : max_ccpu;
                 }
-    fprintf(f, "- The load generator is one C thread (hiredis's reader with tallying object functions, requests "
-               "pre-formatted): it used at most %.0f%% of a core during any query measurement.  The server's CPU "
-               "time was a median %.0f%% of wall time (ZRANGE aside): on %ld cores shared with other users (load "
-               "average above), the server's thread is runnable but not always running — which is why the "
-               "per-CPU-second rates are the steady comparison.\n",
-            100 * max_ccpu, 100 * median(scpu_all, nscpu), mi->cores);
+    fprintf(
+        f,
+        "- The load generator is one C thread (hiredis's reader with tallying object functions, "
+        "requests "
+        "pre-formatted): it used at most %.0f%% of a core during any query measurement.  The "
+        "server's CPU "
+        "time was a median %.0f%% of wall time (ZRANGE aside): on %ld cores shared with other "
+        "users (load "
+        "average above), the server's thread is runnable but not always running — which is why the "
+        "per-CPU-second rates are the steady comparison.\n",
+        100 * max_ccpu, 100 * median(scpu_all, nscpu), mi->cores);
     if (x->ran) {
-        fprintf(f, "- More requests in flight do not raise the rate (%s-item history, %d candidates): ",
-                commas(C.hist[x->hist], b1), C.batch[b10]);
+        fprintf(
+            f, "- More requests in flight do not raise the rate (%s-item history, %d candidates): ",
+            commas(C.hist[x->hist], b1), C.batch[b10]);
         for (int k = 0; k < 2; k++)
             fprintf(f, "%s%s %s cand/s with %d×%d in flight, %s with %d×%d", k ? "; " : "",
                     METHODS[SAT_METHODS[k]].label, human_rate(x->base[k], b2), C.conns, C.depth,
                     human_rate(x->doubled[k], b3), 2 * C.conns, 2 * C.depth);
-        fprintf(f, ".\n- redis-benchmark (a different client: %d connections, pipeline %d) on the same history:\n\n",
+        fprintf(f,
+                ".\n- redis-benchmark (a different client: %d connections, pipeline %d) on the "
+                "same history:\n\n",
                 C.conns, C.depth);
-        fprintf(f, "| method | candidates | redis-benchmark cand/s | server CPU during it | this program |\n"
+        fprintf(f, "| method | candidates | redis-benchmark cand/s | server CPU during it | this "
+                   "program |\n"
                    "| --- | ---: | ---: | ---: | ---: |\n");
         for (int k = 0; k < x->nrows; k++) {
             const cross_row *row = &x->rows[k];
-            fprintf(f, "| %s | %d | %s | %.0f%% | %s |\n", METHODS[row->method].label, C.batch[row->batch],
-                    human_rate(row->theirs, b1), 100 * row->theirs_scpu, human_rate(row->ours, b2));
+            fprintf(f, "| %s | %d | %s | %.0f%% | %s |\n", METHODS[row->method].label,
+                    C.batch[row->batch], human_rate(row->theirs, b1), 100 * row->theirs_scpu,
+                    human_rate(row->ours, b2));
         }
-        fprintf(f, "\nredis-benchmark decodes every reply into hiredis objects (10,000 per SMISMEMBER reply), so "
-                   "where its server CPU is lower it is the client that limits it.  It cannot send a "
-                   "10,000-candidate BULK argument (250 KB; Linux caps one exec argument at 128 KiB).\n");
+        fprintf(
+            f,
+            "\nredis-benchmark decodes every reply into hiredis objects (10,000 per SMISMEMBER "
+            "reply), so "
+            "where its server CPU is lower it is the client that limits it.  It cannot send a "
+            "10,000-candidate BULK argument (250 KB; Linux caps one exec argument at 128 KiB).\n");
     }
-    fprintf(f, "\nPlots: `memory.png` (bytes per item against history size), `throughput.png` (candidates/s per "
-               "method, %d-candidate batches; ZRANGE left out, its rate being the server's side only).\n",
-            C.batch[b10]);
+    fprintf(
+        f,
+        "\nPlots: `memory.png` (bytes per item against history size), `throughput.png` "
+        "(candidates/s per "
+        "method, %d-candidate batches; ZRANGE left out, its rate being the server's side only).\n",
+        C.batch[b10]);
     fclose(f);
 
     /* ---- data for gnuplot: tab-separated, a header line of titles */
@@ -1761,8 +1903,8 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
     fclose(f);
 
     f = open_out("plotvars.gp");
-    fprintf(f, "# written by bench_redis for plot.gp\nnmem = %d\nnthr = %d\nbatch = \"%s\"\n", nmem, C.nhist + 1,
-            commas(C.batch[b10], b1));
+    fprintf(f, "# written by bench_redis for plot.gp\nnmem = %d\nnthr = %d\nbatch = \"%s\"\n", nmem,
+            C.nhist + 1, commas(C.batch[b10], b1));
     fclose(f);
 }
 
@@ -1772,20 +1914,39 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: bench_redis [--quick] [--out DIR] [--module PATH] [--redis-server PATH]\n"
-            "                   [--rounds N] [--slot SECONDS] [--conns N] [--depth N] [--command TEXT]\n"
-            "RedisBloom is loaded from $REDISBLOOM_MODULE when set (else the BF columns are skipped).\n");
+            "                   [--rounds N] [--slot SECONDS] [--conns N] [--depth N] [--command "
+            "TEXT]\n"
+            "RedisBloom is loaded from $REDISBLOOM_MODULE when set (else the BF columns are "
+            "skipped).\n");
     exit(2);
 }
 
 static void parse_args(int argc, char **argv)
 {
-    C = (cfg){0, "bench/results", "redis-server", "build/seen.so", NULL, "make bench", 7, 0.15, 0.05, 4, 2,
-              1000000, 200, 600, {100, 1000, 10000, 100000}, 4, {2000, 10000}, 2};
+    C = (cfg){0,
+              "bench/results",
+              "redis-server",
+              "build/seen.so",
+              NULL,
+              "make bench",
+              7,
+              0.15,
+              0.05,
+              4,
+              2,
+              1000000,
+              200,
+              600,
+              {100, 1000, 10000, 100000},
+              4,
+              {2000, 10000},
+              2};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--quick") == 0) {
             C.quick = 1;
-            C.rounds = 2, C.slot_s = 0.03, C.lat_s = 0.01, C.fpr_candidates = 20000, C.users = 20, C.limit_s = 120;
+            C.rounds = 2, C.slot_s = 0.03, C.lat_s = 0.01, C.fpr_candidates = 20000, C.users = 20,
+            C.limit_s = 120;
             C.hist[0] = 100, C.hist[1] = 1000, C.hist[2] = 10000, C.nhist = 3;
             continue;
         }
@@ -1811,8 +1972,8 @@ static void parse_args(int argc, char **argv)
         else
             usage();
     }
-    if (C.rounds < 1 || C.rounds > MAX_ROUNDS || C.slot_s <= 0 || C.conns < 1 || C.conns > 64 || C.depth < 1 ||
-        C.depth > 64)
+    if (C.rounds < 1 || C.rounds > MAX_ROUNDS || C.slot_s <= 0 || C.conns < 1 || C.conns > 64 ||
+        C.depth < 1 || C.depth > 64)
         usage();
     const char *bloom = getenv("REDISBLOOM_MODULE");
     if (bloom && *bloom) {
@@ -1835,14 +1996,16 @@ static seen_set *reference_set(const char *items, long n, int64_t t_end)
     long B = n < LOAD_BATCHES ? n : LOAD_BATCHES;
     for (long b = 0; b < B; b++) {
         long lo = n * b / B, hi = n * (b + 1) / B;
-        if (seen_add_str(set, strs + lo, (size_t)(hi - lo), NULL, batch_time(t_end, b, B), NULL) != SEEN_OK)
+        if (seen_add_str(set, strs + lo, (size_t)(hi - lo), NULL, batch_time(t_end, b, B), NULL) !=
+            SEEN_OK)
             drv_die("seen_add_str failed");
     }
     free(strs);
     return set;
 }
 
-static void load_all(redisContext *c, char **hist_ids, int64_t t_end, hist_mem *hm, pop_mem *pm, long long *apps)
+static void load_all(redisContext *c, char **hist_ids, int64_t t_end, hist_mem *hm, pop_mem *pm,
+                     long long *apps)
 {
     piper p = {c, 0};
     argbuf a;
@@ -1879,14 +2042,12 @@ static void load_all(redisContext *c, char **hist_ids, int64_t t_end, hist_mem *
 
     /* The population: 60% light, 30% medium, 10% heavy. */
     memset(pm, 0, sizeof *pm);
-    long max_items = 0;
     for (int u = 0; u < C.users; u++) {
         int cl = u < C.users * 6 / 10 ? U_LIGHT : (u < C.users * 9 / 10 ? U_MEDIUM : U_HEAVY);
         long n = (long)((double)class_items[cl] * (0.5 + rnd01()));
         char *ids = make_ids(STREAM_USER + (uint64_t)u, n);
         pm->users[cl]++;
         pm->items[cl] += n;
-        max_items = n > max_items ? n : max_items;
         for (int k = 0; k < NKINDS; k++) {
             if (!kind_enabled(k) || k == K_SEEN_AT || k == K_BF)
                 continue;
@@ -1921,8 +2082,8 @@ static void load_all(redisContext *c, char **hist_ids, int64_t t_end, hist_mem *
     char nums[300][24];
     for (int i = 0; i < 300; i++)
         snprintf(nums[i], sizeof nums[i], "%llu", (unsigned long long)app[i]);
-    freeReplyObject(
-        drv_cmd(c, "SEEN.RESERVE apps:seen NOW %lld WINDOW 10m IDS INT", (long long)(t_end - session + session / 15)));
+    freeReplyObject(drv_cmd(c, "SEEN.RESERVE apps:seen NOW %lld WINDOW 10m IDS INT",
+                            (long long)(t_end - session + session / 15)));
     if (C.bloom)
         freeReplyObject(drv_cmd(c, "BF.RESERVE apps:bf 0.001 300"));
     for (int pg = 0; pg < 15; pg++) {
@@ -1954,7 +2115,6 @@ static void load_all(redisContext *c, char **hist_ids, int64_t t_end, hist_mem *
         apps[k] = kind_enabled(k) && k != K_SEEN_AT && k != K_BFS ? memory_usage(c, key) : 0;
     }
     argbuf_free(&a);
-    (void)max_items;
 }
 
 int main(int argc, char **argv)
@@ -1976,7 +2136,8 @@ int main(int argc, char **argv)
     const char *modules[2] = {module_path, C.bloom ? bloom_path : NULL};
     drv_server_start(&srv, C.redis_server, modules, 2, C.limit_s);
     progress("redis-server on 127.0.0.1:%d (pid %d), modules: %s%s%s", srv.port, srv.pid, C.module,
-             C.bloom ? ", " : "; no RedisBloom (REDISBLOOM_MODULE unset): BF skipped", C.bloom ? C.bloom : "");
+             C.bloom ? ", " : "; no RedisBloom (REDISBLOOM_MODULE unset): BF skipped",
+             C.bloom ? C.bloom : "");
     redisContext *ctl = drv_connect(&srv), *lat = drv_connect(&srv);
     machine_info(&mi, ctl);
 

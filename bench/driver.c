@@ -136,7 +136,8 @@ static int free_port(void)
         drv_die("socket: %s", strerror(errno));
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
         drv_die("cannot find a free port: %s", strerror(errno));
     close(fd);
     return ntohs(a.sin_port);
@@ -159,7 +160,8 @@ static void print_log_tail(const char *dir)
     fprintf(stderr, "--- %s (tail)\n%s\n---\n", path, buf);
 }
 
-static int try_start(drv_server *srv, const char *redis_server, const char *const *modules, int nmodules)
+static int try_start(drv_server *srv, const char *redis_server, const char *const *modules,
+                     int nmodules)
 {
     srv->port = free_port();
     char port[16];
@@ -169,8 +171,8 @@ static int try_start(drv_server *srv, const char *redis_server, const char *cons
     const char *argv[64];
     int argc = 0;
     argv[argc++] = redis_server;
-    const char *fixed[] = {"--port", port, "--bind", "127.0.0.1", "--dir", srv->dir, "--logfile", logfile,
-                           "--save", "", "--appendonly", "no", "--daemonize", "no",
+    const char *fixed[] = {"--port", port, "--bind", "127.0.0.1", "--dir", srv->dir, "--logfile",
+                           logfile, "--save", "", "--appendonly", "no", "--daemonize", "no",
                            /* the benchmark measures the main thread; keep Redis's defaults */
                            "--io-threads", "1"};
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
@@ -231,8 +233,8 @@ static int try_start(drv_server *srv, const char *redis_server, const char *cons
     return 0;
 }
 
-void drv_server_start(drv_server *srv, const char *redis_server, const char *const *modules, int nmodules,
-                      unsigned deadline_s)
+void drv_server_start(drv_server *srv, const char *redis_server, const char *const *modules,
+                      int nmodules, unsigned deadline_s)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/seen-bench.XXXXXX");
     if (mkdtemp(g_dir) == NULL)
@@ -380,9 +382,13 @@ static void *tally_nil(const redisReadTask *task)
     return &tally_obj;
 }
 
-static void tally_free(void *obj) { (void)obj; }
+static void tally_free(void *obj)
+{
+    (void)obj;
+}
 
-static redisReplyObjectFunctions tally_fns = {tally_string, tally_array, tally_integer, tally_nil, tally_free};
+static redisReplyObjectFunctions tally_fns = {tally_string, tally_array, tally_integer, tally_nil,
+                                              tally_free};
 
 /* ---------------------------------------------------------------- engine */
 
@@ -408,7 +414,8 @@ static int raw_connect(int port)
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
         drv_die("socket: %s", strerror(errno));
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
         drv_die("connect to port %d: %s", port, strerror(errno));
@@ -419,7 +426,8 @@ static int raw_connect(int port)
 }
 
 /* Write as much as the socket takes; start new requests while allowed. */
-static void pump_writes(conn *k, int ki, int nslots, int depth, int issuing, drv_gen_fn gen, void *ctx)
+static void pump_writes(conn *k, int ki, int nslots, int depth, int issuing, drv_gen_fn gen,
+                        void *ctx)
 {
     for (;;) {
         slot *s = &k->slots[(k->oldest + k->inflight) % nslots];
@@ -444,8 +452,8 @@ static void pump_writes(conn *k, int ki, int nslots, int depth, int issuing, drv
     }
 }
 
-void drv_run(const drv_server *srv, redisContext *ctl, const drv_load *load, drv_gen_fn gen, drv_check_fn check,
-             void *ctx, drv_result *out)
+void drv_run(const drv_server *srv, redisContext *ctl, const drv_load *load, drv_gen_fn gen,
+             drv_check_fn check, void *ctx, drv_result *out)
 {
     int n = load->conns, depth = load->depth, nslots = load->depth + 1;
     conn *ks = calloc((size_t)n, sizeof *ks);

@@ -58,13 +58,13 @@ double drv_command_usec(redisContext *c, const char *cmd, long long *calls);
 
 /* What a reply says, tallied by the engine's reader without reply objects. */
 typedef struct drv_tally {
-    int type;            /* REDIS_REPLY_* of the whole reply */
-    long long len;       /* array elements, string bytes or the integer */
-    long long strings;   /* nested non-nil strings */
-    long long ints;      /* nested integers */
-    long long int_sum;   /* their sum */
-    long long ones;      /* '1' bytes of a top-level string */
-    char err[200];       /* an error reply's text */
+    int type;          /* REDIS_REPLY_* of the whole reply */
+    long long len;     /* array elements, string bytes or the integer */
+    long long strings; /* nested non-nil strings */
+    long long ints;    /* nested integers */
+    long long int_sum; /* their sum */
+    long long ones;    /* '1' bytes of a top-level string */
+    char err[200];     /* an error reply's text */
 } drv_tally;
 
 /* One request: bytes to send, and what the caller wants back with its reply. */
@@ -89,18 +89,18 @@ typedef struct drv_result {
     double units_per_s; /* between the first and the last counted reply */
     double wall_s;
     long long replies;
-    double server_cpu_frac; /* server CPU seconds / wall seconds */
-    double client_cpu_frac; /* this thread's CPU seconds / wall seconds */
+    double server_cpu_frac;   /* server CPU seconds / wall seconds */
+    double client_cpu_frac;   /* this thread's CPU seconds / wall seconds */
     double server_us_per_req; /* server CPU per reply */
     double cmd_us_per_req;    /* of which inside the command (INFO commandstats) */
 } drv_result;
 
 typedef struct drv_load {
-    int conns;       /* connections */
-    int depth;       /* requests in flight per connection */
-    double seconds;  /* issue for this long ... */
-    int min_replies; /* ... and until this many replies have come back ... */
-    double max_s;    /* ... but never longer than this */
+    int conns;            /* connections */
+    int depth;            /* requests in flight per connection */
+    double seconds;       /* issue for this long ... */
+    int min_replies;      /* ... and until this many replies have come back ... */
+    double max_s;         /* ... but never longer than this */
     const char *stat_cmd; /* command whose INFO commandstats to read (lower case), or NULL */
 } drv_load;
 
