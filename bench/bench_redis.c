@@ -1323,7 +1323,11 @@ static void machine_info(machine *mi, redisContext *c)
     strftime(mi->date, sizeof mi->date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     /* Which seen: the checkout's revision, marked when it has changes. */
     snprintf(mi->rev, sizeof mi->rev, "unknown revision");
-    FILE *g = popen("git describe --always --dirty 2>/dev/null", "r");
+    /* bench/results is what this run rewrites: it does not make the code dirty. */
+    FILE *g = popen("r=$(git describe --always 2>/dev/null) && { [ -z \"$(git status --porcelain "
+                    "-uno -- . ':(exclude)bench/results' 2>/dev/null)\" ] || r=\"$r-dirty\"; } && "
+                    "echo \"$r\"",
+                    "r");
     if (g != NULL) {
         char line[64];
         if (fgets(line, sizeof line, g) && line[0] != '\0') {
