@@ -1,0 +1,2180 @@
+/*
+ * bench_redis.c — `make bench`: seen against what users run today, on one
+ * redis-server, in one run, as ratios.
+ *
+ * The same data goes into SEEN keys, Redis SETs, ZSETs (score = time, the
+ * NetEase/vivo design) and, when REDISBLOOM_MODULE names a RedisBloom build,
+ * BF keys at the same error rate.  The program starts its own redis-server
+ * (driver.c), loads the workloads, measures, and writes a Markdown report
+ * and gnuplot data files; the Makefile draws the plots.
+ *
+ *   - Memory: MEMORY USAGE per item for histories of 100 .. 100,000 items of
+ *     24 bytes, per user for a 60/30/10 light/medium/heavy population (seed
+ *     003), and for 300 integer app ids (seed 004); for seen, where its bytes
+ *     go (payload, allocator rounding, fixed per-key parts).
+ *   - Batch queries of 2,000 and 10,000 candidates, 10% already seen:
+ *     candidates/s at saturation (several pipelined connections) and p50/p99
+ *     latency (one connection, one request at a time, full hiredis decode),
+ *     for every input and reply form of SEEN.FILTER/MFILTER, SMISMEMBER,
+ *     ZMSCORE, ZRANGE-everything-then-filter-in-the-client and BF.MEXISTS.
+ *   - Adds of 20 items (one feed page) to random users: items/s.
+ *   - The false-positive rate, on fresh candidates.
+ *
+ * Noise: the machine is shared, so each figure is the median of several
+ * short rounds, and within a round the methods of one workload run back to
+ * back, so a ratio compares measurements taken moments apart.  The client is
+ * checked not to be the bottleneck: the server's CPU time (INFO CPU) over
+ * each measurement is printed beside it — a single-threaded server near 100%
+ * is saturated — and redis-benchmark re-measures two of the forms.
+ */
+#include "driver.h"
+#include "seen.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DAY_MS INT64_C(86400000)
+#define WINDOW_MS (90 * DAY_MS)
+#define ERROR_RATE 0.001
+#define ID_LEN 24        /* item ids: 24 hex characters */
+#define LOAD_BATCHES 360 /* a history arrives in this many batches (4 a day) */
+#define PAGE 20          /* items per add: one feed page */
+#define VARIANTS 4       /* distinct candidate batches per workload */
+#define MAX_HIST 4
+#define MAX_BATCH 2
+#define MAX_ROUNDS 15
+
+/* ================================================================ options */
+
+typedef struct cfg {
+    int quick;
+    const char *out_dir;
+    const char *redis_server;
+    const char *module;
+    const char *bloom;
+    const char *command;
+    int rounds;
+    double slot_s;    /* throughput measurement per method and round */
+    double lat_s;     /* latency sampling per method and round */
+    int conns, depth; /* load: connections and requests in flight on each */
+    long fpr_candidates;
+    int users;
+    unsigned limit_s; /* the whole run is aborted after this */
+    long hist[MAX_HIST];
+    int nhist;
+    int batch[MAX_BATCH];
+    int nbatch;
+} cfg;
+
+static cfg C;
+
+static double g_start;
+
+/* Progress goes to stderr, with the elapsed time. */
+static void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void progress(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[%5.1fs] ", drv_now() - g_start);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL)
+        drv_die("out of memory (%zu bytes)", n);
+    return p;
+}
+
+/* ================================================================ data */
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static uint64_t rng_state = UINT64_C(0x5eed);
+static uint64_t rnd(void)
+{
+    return mix64(rng_state += UINT64_C(0x9e3779b97f4a7c15));
+}
+static double rnd01(void)
+{
+    return (double)(rnd() >> 11) * 0x1p-53;
+}
+
+/* Id i of stream s: 24 hex digits (96 random bits), like vivo's video ids.
+ * Streams never meet, so "fresh" candidates are never in any history. */
+static void make_id(uint64_t stream, uint64_t i, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t a = mix64(stream * UINT64_C(0x9e3779b97f4a7c15) + i * 2 + 1);
+    uint64_t b = mix64(a ^ (stream + UINT64_C(0x632be59bd9b4e019)));
+    for (int k = 0; k < 16; k++)
+        out[k] = hex[(a >> (60 - 4 * k)) & 15];
+    for (int k = 0; k < 8; k++)
+        out[16 + k] = hex[(b >> (28 - 4 * k)) & 15];
+}
+
+static char *make_ids(uint64_t stream, long n)
+{
+    char *ids = xmalloc((size_t)n * ID_LEN);
+    for (long i = 0; i < n; i++)
+        make_id(stream, (uint64_t)i, ids + (size_t)i * ID_LEN);
+    return ids;
+}
+
+#define STREAM_HIST 1u       /* + history index */
+#define STREAM_USER 1000u    /* + user number */
+#define STREAM_FRESH 500000u /* candidates never added */
+#define STREAM_FPR 600000u
+#define STREAM_ADD 700000u
+
+/* ================================================================ loading */
+
+enum { K_SEEN, K_SEEN_AT, K_SET, K_ZSET, K_BF, K_BFS, NKINDS };
+static const char *kind_key[NKINDS] = {"seen", "seenat", "set", "zset", "bf", "bfs"};
+static const char *kind_label[NKINDS] = {"seen", "seen (AT import)",   "SET",
+                                         "ZSET", "BF (reserved at n)", "BF (scaling from 100)"};
+
+static int kind_enabled(int k)
+{
+    return (k != K_BF && k != K_BFS) || C.bloom != NULL;
+}
+
+/* Time of batch b of B: the history spreads over the window, oldest first,
+ * the last batch at t_end. */
+static int64_t batch_time(int64_t t_end, long b, long B)
+{
+    return t_end - WINDOW_MS + (int64_t)((double)WINDOW_MS * (double)(b + 1) / (double)B);
+}
+
+/* A pipelined writer on one blocking connection: append commands, read all
+ * their replies every so often, die on an error reply. */
+typedef struct piper {
+    redisContext *c;
+    int pending;
+} piper;
+
+static void pipe_flush(piper *p)
+{
+    for (; p->pending > 0; p->pending--) {
+        void *r = NULL;
+        if (redisGetReply(p->c, &r) != REDIS_OK)
+            drv_die("load: %s", p->c->errstr);
+        redisReply *rep = r;
+        if (rep->type == REDIS_REPLY_ERROR)
+            drv_die("load: error reply: %s", rep->str);
+        freeReplyObject(rep);
+    }
+}
+
+static void pipe_argv(piper *p, int argc, const char **argv, const size_t *lens)
+{
+    if (redisAppendCommandArgv(p->c, argc, argv, lens) != REDIS_OK)
+        drv_die("load: %s", p->c->errstr);
+    if (++p->pending >= 64)
+        pipe_flush(p);
+}
+
+/* Argument vectors for the loader, sized for the largest batch. */
+typedef struct argbuf {
+    const char **argv;
+    size_t *lens;
+    char *joined;
+    char (*nums)[24];
+    long cap;
+} argbuf;
+
+static void argbuf_init(argbuf *a, long max_items)
+{
+    a->cap = 2 * max_items + 16;
+    a->argv = xmalloc((size_t)a->cap * sizeof *a->argv);
+    a->lens = xmalloc((size_t)a->cap * sizeof *a->lens);
+    a->joined = xmalloc((size_t)max_items * (ID_LEN + 1) + 1);
+    a->nums = xmalloc(8 * sizeof *a->nums);
+}
+
+static void argbuf_free(argbuf *a)
+{
+    free(a->argv);
+    free(a->lens);
+    free(a->joined);
+    free(a->nums);
+}
+
+static int arg(argbuf *a, int i, const char *s, size_t len)
+{
+    a->argv[i] = s;
+    a->lens[i] = len;
+    return i + 1;
+}
+
+static int arg_s(argbuf *a, int i, const char *s)
+{
+    return arg(a, i, s, strlen(s));
+}
+
+static int arg_num(argbuf *a, int i, int slot, long long v)
+{
+    int len = snprintf(a->nums[slot], sizeof a->nums[slot], "%lld", v);
+    return arg(a, i, a->nums[slot], (size_t)len);
+}
+
+/* items[0..n) joined by '\n': the BULK form. */
+static size_t join_ids(char *out, const char *items, long n)
+{
+    size_t len = 0;
+    for (long i = 0; i < n; i++) {
+        memcpy(out + len, items + (size_t)i * ID_LEN, ID_LEN);
+        len += ID_LEN;
+        if (i + 1 < n)
+            out[len++] = '\n';
+    }
+    return len;
+}
+
+/*
+ * Load a history of n items into `key` of this kind, in time order: the
+ * same LOAD_BATCHES batches (or one per item) for every kind.  A live seen
+ * key gets each batch at its own time (NOW = AT = the batch's time), as a
+ * user's key receives it in production; the AT-import variant writes every
+ * batch now with AT = its time, as a bulk import of an old history does.
+ */
+static void load_key(piper *p, argbuf *a, int kind, const char *key, const char *items, long n,
+                     int64_t t_end)
+{
+    long B = n < LOAD_BATCHES ? n : LOAD_BATCHES;
+    int i = 0;
+    switch (kind) {
+    case K_SEEN:
+        i = arg_s(a, 0, "SEEN.RESERVE"), i = arg_s(a, i, key), i = arg_s(a, i, "NOW");
+        i = arg_num(a, i, 0, batch_time(t_end, 0, B));
+        break;
+    case K_SEEN_AT:
+        i = arg_s(a, 0, "SEEN.RESERVE"), i = arg_s(a, i, key);
+        break;
+    case K_BF:
+    case K_BFS:
+        i = arg_s(a, 0, "BF.RESERVE"), i = arg_s(a, i, key), i = arg_s(a, i, "0.001");
+        i = arg_num(a, i, 0, kind == K_BF ? n : 100);
+        break;
+    default:
+        break;
+    }
+    if (kind == K_SEEN || kind == K_SEEN_AT) {
+        static const char *policy[] = {"WINDOW", "90d", "SLICES", "4", "ERROR", "0.001"};
+        for (size_t k = 0; k < sizeof policy / sizeof *policy; k++)
+            i = arg_s(a, i, policy[k]);
+    }
+    if (i > 0)
+        pipe_argv(p, i, a->argv, a->lens);
+
+    for (long b = 0; b < B; b++) {
+        long lo = n * b / B, hi = n * (b + 1) / B;
+        const char *first = items + (size_t)lo * ID_LEN;
+        int64_t ts = batch_time(t_end, b, B);
+        i = 0;
+        switch (kind) {
+        case K_SEEN:
+        case K_SEEN_AT:
+            i = arg_s(a, 0, "SEEN.INSERT"), i = arg_s(a, i, key);
+            i = arg_s(a, i, kind == K_SEEN ? "NOW" : "AT"), i = arg_num(a, i, 0, ts);
+            i = arg_s(a, i, "BULK");
+            i = arg(a, i, a->joined, join_ids(a->joined, first, hi - lo));
+            break;
+        case K_SET:
+        case K_BF:
+        case K_BFS:
+            i = arg_s(a, 0, kind == K_SET ? "SADD" : "BF.MADD"), i = arg_s(a, i, key);
+            for (long k = lo; k < hi; k++)
+                i = arg(a, i, items + (size_t)k * ID_LEN, ID_LEN);
+            break;
+        case K_ZSET:
+            i = arg_s(a, 0, "ZADD"), i = arg_s(a, i, key);
+            /* the score: the batch's time, shared by its items */
+            snprintf(a->nums[1], sizeof a->nums[1], "%lld", (long long)ts);
+            for (long k = lo; k < hi; k++) {
+                i = arg_s(a, i, a->nums[1]);
+                i = arg(a, i, items + (size_t)k * ID_LEN, ID_LEN);
+            }
+            break;
+        }
+        pipe_argv(p, i, a->argv, a->lens);
+    }
+}
+
+static long long memory_usage(redisContext *c, const char *key)
+{
+    redisReply *r = drv_cmd(c, "MEMORY USAGE %s SAMPLES 0", key);
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/* ------------------------------------------------------- seen's breakdown */
+
+/* jemalloc 5's size class for a request (16-byte quantum, four classes per
+ * doubling above 128 bytes): what the allocator really hands out. */
+static uint64_t jemalloc_class(uint64_t n)
+{
+    if (n <= 8)
+        return 8;
+    if (n <= 128)
+        return (n + 15) & ~UINT64_C(15);
+    unsigned lg = 63u - (unsigned)__builtin_clzll(n - 1); /* 2^lg < n <= 2^(lg+1) */
+    uint64_t step = UINT64_C(1) << (lg - 2);              /* four classes up to 2^(lg+1) */
+    return (n + step - 1) & ~(step - 1);
+}
+
+static const redisReply *map_get(const redisReply *m, const char *name)
+{
+    if (m == NULL || m->type != REDIS_REPLY_ARRAY)
+        return NULL;
+    for (size_t i = 0; i + 1 < m->elements; i += 2)
+        if (m->element[i]->type == REDIS_REPLY_STRING && strcmp(m->element[i]->str, name) == 0)
+            return m->element[i + 1];
+    return NULL;
+}
+
+static double num_of(const redisReply *r)
+{
+    if (r == NULL)
+        return 0;
+    if (r->type == REDIS_REPLY_INTEGER)
+        return (double)r->integer;
+    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+        return strtod(r->str, NULL);
+    return 0;
+}
+
+/* Where a seen key's MEMORY USAGE goes. */
+typedef struct seen_mem {
+    long long usage; /* MEMORY USAGE */
+    long long value; /* SEEN.INFO bytes: every allocation of the value */
+    long long items;
+    long long runs;        /* stored runs (exact or compact) */
+    long long run_bytes;   /* their requested sizes: the encoded payload */
+    long long run_classes; /* what jemalloc hands out for them */
+    long long head_bytes;  /* the raw buffer of recent additions */
+    double fpr_estimate;
+    char encoding[16];
+    char sizes[160]; /* "requested→class" of each run */
+} seen_mem;
+
+static void seen_breakdown(redisContext *c, const char *key, seen_mem *m)
+{
+    memset(m, 0, sizeof *m);
+    m->usage = memory_usage(c, key);
+    redisReply *r = drv_cmd(c, "SEEN.INFO %s", key);
+    m->value = (long long)num_of(map_get(r, "bytes"));
+    m->items = (long long)num_of(map_get(r, "items"));
+    m->fpr_estimate = num_of(map_get(r, "fpr-estimate"));
+    const redisReply *enc = map_get(r, "encoding");
+    snprintf(m->encoding, sizeof m->encoding, "%s", enc && enc->str ? enc->str : "?");
+    const redisReply *runs = map_get(r, "runs");
+    for (size_t i = 0; runs && i < runs->elements; i++) {
+        const redisReply *run = runs->element[i];
+        const redisReply *e = map_get(run, "encoding");
+        long long bytes = (long long)num_of(map_get(run, "bytes"));
+        if (e && e->str && strcmp(e->str, "buffer") == 0) {
+            m->head_bytes += bytes;
+            continue;
+        }
+        m->runs++;
+        m->run_bytes += bytes;
+        m->run_classes += (long long)jemalloc_class((uint64_t)bytes);
+        size_t used = strlen(m->sizes);
+        if (used + 40 < sizeof m->sizes)
+            snprintf(m->sizes + used, sizeof m->sizes - used, "%s%lld→%llu", used ? ", " : "",
+                     bytes, (unsigned long long)jemalloc_class((uint64_t)bytes));
+    }
+    freeReplyObject(r);
+}
+
+/* ================================================================ results */
+
+typedef struct hist_mem {
+    long n;
+    long long usage[NKINDS];
+    seen_mem seen, seen_at; /* the live key, and the AT-import one */
+} hist_mem;
+
+enum { U_LIGHT, U_MEDIUM, U_HEAVY, NCLASSES };
+static const char *class_label[NCLASSES] = {"light (~100)", "medium (~1,000)", "heavy (~20,000)"};
+static const long class_items[NCLASSES] = {100, 1000, 20000};
+
+typedef struct pop_mem {
+    int users[NCLASSES];
+    long long items[NCLASSES];
+    long long usage[NCLASSES][NKINDS];
+} pop_mem;
+
+typedef struct fpr_row {
+    long n;
+    long long tested;
+    long long seen_fp, bf_fp, bfs_fp;
+    double seen_estimate;
+} fpr_row;
+
+/* Query methods. */
+typedef enum { R_UNSEEN, R_FLAGS, R_INDEXES, R_INTS, R_SCORES, R_HISTORY } reply_kind;
+typedef enum { IN_FILTER, IN_ITEMS, IN_BULK, IN_PLAIN, IN_ZRANGE } input_form;
+
+typedef struct method {
+    const char *label;
+    const char *command; /* without key and candidates */
+    int kind;            /* key kind it reads */
+    input_form input;
+    reply_kind reply;
+    int exact;        /* answers must match exactly */
+    const char *stat; /* its name in INFO commandstats */
+} method;
+
+static const method METHODS[] = {
+    {"SEEN.FILTER key c…", "SEEN.FILTER", K_SEEN, IN_FILTER, R_UNSEEN, 0, "seen.filter"},
+    {"SEEN.MFILTER ITEMS, REPLY UNSEEN", "UNSEEN", K_SEEN, IN_ITEMS, R_UNSEEN, 0, "seen.mfilter"},
+    {"SEEN.MFILTER ITEMS, REPLY FLAGS", "FLAGS", K_SEEN, IN_ITEMS, R_FLAGS, 0, "seen.mfilter"},
+    {"SEEN.MFILTER ITEMS, REPLY INDEXES", "INDEXES", K_SEEN, IN_ITEMS, R_INDEXES, 0,
+     "seen.mfilter"},
+    {"SEEN.MFILTER BULK, REPLY UNSEEN", "UNSEEN", K_SEEN, IN_BULK, R_UNSEEN, 0, "seen.mfilter"},
+    {"SEEN.MFILTER BULK, REPLY FLAGS", "FLAGS", K_SEEN, IN_BULK, R_FLAGS, 0, "seen.mfilter"},
+    {"SEEN.MFILTER BULK, REPLY INDEXES", "INDEXES", K_SEEN, IN_BULK, R_INDEXES, 0, "seen.mfilter"},
+    {"SMISMEMBER (SET)", "SMISMEMBER", K_SET, IN_PLAIN, R_INTS, 1, "smismember"},
+    {"ZMSCORE (ZSET)", "ZMSCORE", K_ZSET, IN_PLAIN, R_SCORES, 1, "zmscore"},
+    {"ZRANGE 0 -1 (server side; filter in client)", "ZRANGE", K_ZSET, IN_ZRANGE, R_HISTORY, 1,
+     "zrange"},
+    {"BF.MEXISTS", "BF.MEXISTS", K_BF, IN_PLAIN, R_INTS, 0, "bf.mexists"},
+};
+#define NMETHODS ((int)(sizeof METHODS / sizeof *METHODS))
+#define M_FILTER 0
+#define M_ITEMS_FLAGS 2
+#define M_BULK_FLAGS 5
+#define M_SMISMEMBER 7
+#define M_ZRANGE 9
+
+typedef struct cell_result {
+    int ran;
+    double thr[MAX_ROUNDS];   /* candidates/s per round */
+    double ratio[MAX_ROUNDS]; /* against SMISMEMBER in the same round */
+    /* Candidates per second of server CPU: what one core the server had to
+     * itself would do.  Other processes on a shared machine slow the wall
+     * clock, not the CPU time a request costs, so these ratios are steady. */
+    double cpu_rate[MAX_ROUNDS], cpu_ratio[MAX_ROUNDS];
+    double scpu[MAX_ROUNDS], ccpu[MAX_ROUNDS];
+    double srv_us[MAX_ROUNDS], cmd_us[MAX_ROUNDS]; /* server CPU per request; inside the command */
+    double *lat;                                   /* seconds, pooled over rounds */
+    int nlat, caplat;
+    double client_filter_s; /* ZRANGE: median time of the client's filtering */
+} cell_result;
+
+static cell_result RES[MAX_HIST][MAX_BATCH][NMETHODS];
+
+/* The core alone, in this process, on a copy of the same set and the same
+ * batches: what a SEEN.MFILTER costs before Redis and the module. */
+typedef struct core_result {
+    double query_us; /* seen_query_str + seen_query_run: hash, sort, walk */
+    double hash_us;  /* seen_query_str alone: hash and sort the candidates */
+} core_result;
+
+static core_result CORE[MAX_HIST][MAX_BATCH];
+static seen_set *REF[MAX_HIST];
+static long long REF_SERIALIZED[MAX_HIST][2]; /* in-process, and SEEN.INFO's */
+
+/* The twin's bytes outside its runs, as requested from malloc: the set
+ * header, slice table, run table and head buffer. */
+static long long ref_fixed_bytes(const seen_set *set)
+{
+    size_t n = seen_runs(set, NULL, 0);
+    seen_run_info *runs = xmalloc(n * sizeof *runs);
+    seen_runs(set, runs, n);
+    long long fixed = (long long)seen_bytes(set);
+    for (size_t i = 0; i < n; i++)
+        if (runs[i].encoding != SEEN_ENC_BUFFER)
+            fixed -= (long long)runs[i].bytes;
+    free(runs);
+    return fixed;
+}
+
+typedef struct add_result {
+    const char *label;
+    int ran;
+    double thr[MAX_ROUNDS], ratio[MAX_ROUNDS], scpu[MAX_ROUNDS], ccpu[MAX_ROUNDS];
+    double srv_us[MAX_ROUNDS], cmd_us[MAX_ROUNDS];
+    const char *stat;
+} add_result;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n)
+{
+    if (n <= 0)
+        return NAN;
+    double *t = xmalloc((size_t)n * sizeof *t);
+    memcpy(t, v, (size_t)n * sizeof *t);
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    double m = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+    free(t);
+    return m;
+}
+
+/* The least disturbed of repeated measurements of a cost. */
+static double minimum(const double *v, int n)
+{
+    double m = n > 0 ? v[0] : NAN;
+    for (int i = 1; i < n; i++)
+        m = v[i] < m ? v[i] : m;
+    return m;
+}
+
+/* Nearest-rank percentile of a sorted array. */
+static double percentile(const double *sorted, int n, double p)
+{
+    if (n <= 0)
+        return NAN;
+    int k = (int)ceil(p / 100.0 * n) - 1;
+    return sorted[k < 0 ? 0 : (k >= n ? n - 1 : k)];
+}
+
+/* ================================================================ queries */
+
+/* One candidate batch: its ids, and how many came from the history. */
+typedef struct batch {
+    char *ids;
+    int n;
+    int from_history;
+} batch;
+
+static void make_batch(batch *bt, const char *hist, long hn, int n, uint64_t fresh_stream)
+{
+    bt->ids = xmalloc((size_t)n * ID_LEN);
+    bt->n = n;
+    bt->from_history = n / 10;
+    /* 10% drawn from the history (with replacement), then shuffled in. */
+    for (int i = 0; i < n; i++) {
+        if (i < bt->from_history)
+            memcpy(bt->ids + (size_t)i * ID_LEN, hist + (rnd() % (uint64_t)hn) * ID_LEN, ID_LEN);
+        else
+            make_id(fresh_stream, (uint64_t)i, bt->ids + (size_t)i * ID_LEN);
+    }
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(rnd() % (uint64_t)(i + 1));
+        char tmp[ID_LEN];
+        memcpy(tmp, bt->ids + (size_t)i * ID_LEN, ID_LEN);
+        memcpy(bt->ids + (size_t)i * ID_LEN, bt->ids + (size_t)j * ID_LEN, ID_LEN);
+        memcpy(bt->ids + (size_t)j * ID_LEN, tmp, ID_LEN);
+    }
+}
+
+/* The RESP bytes of method m over batch bt on `key`. */
+static char *format_query(const method *m, const char *key, const batch *bt, size_t *len)
+{
+    int cap = bt->n + 16, i = 0;
+    const char **argv = xmalloc((size_t)cap * sizeof *argv);
+    size_t *lens = xmalloc((size_t)cap * sizeof *lens);
+    char *joined = NULL;
+#define ADD(s) (argv[i] = (s), lens[i] = strlen(s), i++)
+    switch (m->input) {
+    case IN_FILTER:
+    case IN_PLAIN:
+        ADD(m->command);
+        ADD(key);
+        break;
+    case IN_ITEMS:
+    case IN_BULK:
+        ADD("SEEN.MFILTER");
+        ADD("1");
+        ADD(key);
+        ADD("REPLY");
+        ADD(m->command);
+        ADD(m->input == IN_ITEMS ? "ITEMS" : "BULK");
+        break;
+    case IN_ZRANGE:
+        ADD("ZRANGE");
+        ADD(key);
+        ADD("0");
+        ADD("-1");
+        break;
+    }
+#undef ADD
+    if (m->input == IN_BULK) {
+        joined = xmalloc((size_t)bt->n * (ID_LEN + 1));
+        argv[i] = joined;
+        lens[i] = join_ids(joined, bt->ids, bt->n);
+        i++;
+    } else if (m->input != IN_ZRANGE) {
+        for (int k = 0; k < bt->n; k++, i++) {
+            argv[i] = bt->ids + (size_t)k * ID_LEN;
+            lens[i] = ID_LEN;
+        }
+    }
+    char *out = NULL;
+    int n = redisFormatCommandArgv(&out, i, argv, lens);
+    if (n < 0)
+        drv_die("out of memory formatting a command");
+    *len = (size_t)n;
+    free(argv);
+    free(lens);
+    free(joined);
+    return out;
+}
+
+/* How many candidates a reply says are seen (-1: not that kind of reply). */
+static long long seen_in_tally(const method *m, const drv_tally *t, int ncand)
+{
+    switch (m->reply) {
+    case R_UNSEEN:
+        return t->type == REDIS_REPLY_ARRAY ? ncand - t->len : -1;
+    case R_FLAGS:
+        return t->type == REDIS_REPLY_STRING && t->len == ncand ? t->ones : -1;
+    case R_INDEXES:
+        return t->type == REDIS_REPLY_ARRAY ? t->ints : -1;
+    case R_INTS:
+        return t->type == REDIS_REPLY_ARRAY && t->len == ncand ? t->int_sum : -1;
+    case R_SCORES:
+        return t->type == REDIS_REPLY_ARRAY && t->len == ncand ? t->strings : -1;
+    case R_HISTORY:
+        return t->type == REDIS_REPLY_ARRAY ? t->len : -1;
+    }
+    return -1;
+}
+
+/* Answers must contain every seen candidate; approximate methods may add a
+ * few false positives (0.1% of 9,000 fresh candidates is ~9). */
+static int answer_ok(const method *m, long long seen, int ncand, int from_history, long hist_n)
+{
+    if (m->reply == R_HISTORY)
+        return seen == hist_n;
+    if (seen < from_history)
+        return 0;
+    if (m->exact)
+        return seen == from_history;
+    return seen <= from_history + 10 + ncand / 100;
+}
+
+typedef struct query_ctx {
+    const method *m;
+    char *cmd[VARIANTS];
+    size_t len[VARIANTS];
+    const batch *bt;
+    long hist_n;
+    int next;
+} query_ctx;
+
+static void query_gen(void *ctx, int conn, drv_req *req, char **scratch, size_t *cap)
+{
+    (void)conn, (void)scratch, (void)cap;
+    query_ctx *q = ctx;
+    int v = q->next++ % VARIANTS;
+    req->buf = q->cmd[v];
+    req->len = q->len[v];
+    req->units = q->bt[v].n;
+    req->tag = v;
+}
+
+static int query_check(void *ctx, const drv_req *req, const drv_tally *t)
+{
+    query_ctx *q = ctx;
+    const batch *bt = &q->bt[req->tag];
+    return answer_ok(q->m, seen_in_tally(q->m, t, bt->n), bt->n, bt->from_history, q->hist_n);
+}
+
+/* --------------------------------------------------- client-side filter */
+
+/* ZRANGE's user filters the candidates against the whole history in the
+ * client: an open-addressing set of the history's 64-bit hashes. */
+static long long client_filter(const redisReply *history, const batch *bt)
+{
+    size_t cap = 16;
+    while (cap < 2 * history->elements)
+        cap <<= 1;
+    uint64_t *slots = calloc(cap, sizeof *slots);
+    if (slots == NULL)
+        drv_die("out of memory");
+    for (size_t i = 0; i < history->elements; i++) {
+        const redisReply *e = history->element[i];
+        uint64_t h = XXH3_64bits(e->str, e->len) | 1;
+        size_t j = h & (cap - 1);
+        while (slots[j] != 0 && slots[j] != h)
+            j = (j + 1) & (cap - 1);
+        slots[j] = h;
+    }
+    long long seen = 0;
+    for (int i = 0; i < bt->n; i++) {
+        uint64_t h = XXH3_64bits(bt->ids + (size_t)i * ID_LEN, ID_LEN) | 1;
+        size_t j = h & (cap - 1);
+        while (slots[j] != 0 && slots[j] != h)
+            j = (j + 1) & (cap - 1);
+        seen += slots[j] == h;
+    }
+    free(slots);
+    return seen;
+}
+
+/* How many candidates a decoded (hiredis default) reply says are seen. */
+static long long seen_in_reply(const method *m, const redisReply *r, const batch *bt)
+{
+    if (r->type == REDIS_REPLY_ERROR)
+        drv_die("error reply to %s: %s", m->label, r->str);
+    long long seen = 0;
+    switch (m->reply) {
+    case R_UNSEEN:
+        return r->type == REDIS_REPLY_ARRAY ? bt->n - (long long)r->elements : -1;
+    case R_FLAGS:
+        if (r->type != REDIS_REPLY_STRING || r->len != (size_t)bt->n)
+            return -1;
+        for (size_t i = 0; i < r->len; i++)
+            seen += r->str[i] == '1';
+        return seen;
+    case R_INDEXES:
+        return r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+    case R_INTS:
+        for (size_t i = 0; i < r->elements; i++)
+            seen += r->element[i]->integer;
+        return r->type == REDIS_REPLY_ARRAY ? seen : -1;
+    case R_SCORES:
+        for (size_t i = 0; i < r->elements; i++)
+            seen += r->element[i]->type != REDIS_REPLY_NIL;
+        return r->type == REDIS_REPLY_ARRAY ? seen : -1;
+    case R_HISTORY:
+        return r->type == REDIS_REPLY_ARRAY ? client_filter(r, bt) : -1;
+    }
+    return -1;
+}
+
+static void push_lat(cell_result *cr, double s)
+{
+    if (cr->nlat == cr->caplat) {
+        cr->caplat = cr->caplat ? cr->caplat * 2 : 256;
+        cr->lat = realloc(cr->lat, (size_t)cr->caplat * sizeof *cr->lat);
+        if (cr->lat == NULL)
+            drv_die("out of memory");
+    }
+    cr->lat[cr->nlat++] = s;
+}
+
+/*
+ * Latency: one connection, one request at a time, the reply fully decoded
+ * by hiredis as an application would (and for ZRANGE, the client's filter
+ * run on it).  Checks every answer.
+ */
+static void measure_latency(redisContext *lat, query_ctx *q, cell_result *cr, double *filter_s,
+                            int *nfilter)
+{
+    double end = drv_now() + C.lat_s;
+    for (int s = 0; s < 1000 && (s < 3 || drv_now() < end); s++) {
+        int v = q->next++ % VARIANTS;
+        double t0 = drv_now();
+        if (redisAppendFormattedCommand(lat, q->cmd[v], q->len[v]) != REDIS_OK)
+            drv_die("latency: %s", lat->errstr);
+        void *r = NULL;
+        if (redisGetReply(lat, &r) != REDIS_OK)
+            drv_die("latency: %s", lat->errstr);
+        double t1 = drv_now();
+        long long seen = seen_in_reply(q->m, r, &q->bt[v]);
+        double t2 = drv_now();
+        freeReplyObject(r);
+        double t3 = drv_now();
+        if (q->m->reply == R_HISTORY) {
+            filter_s[(*nfilter)++ % 64] = t2 - t1;
+            if (seen != q->bt[v].from_history)
+                drv_die("%s: client filter found %lld seen, expected %d", q->m->label, seen,
+                        q->bt[v].from_history);
+        } else if (!answer_ok(q->m, seen, q->bt[v].n, q->bt[v].from_history, q->hist_n)) {
+            drv_die("%s: %lld seen of %d candidates, %d from the history", q->m->label, seen,
+                    q->bt[v].n, q->bt[v].from_history);
+        }
+        /* ZRANGE's latency includes the client's filtering; the others'
+         * include decoding only (counting flags is what any caller does). */
+        push_lat(cr, q->m->reply == R_HISTORY ? t3 - t0 : t1 - t0 + (t3 - t2));
+    }
+}
+
+static int method_enabled(const method *m)
+{
+    return kind_enabled(m->kind);
+}
+
+static drv_load query_load(const method *m)
+{
+    drv_load l = {C.conns, C.depth, C.slot_s, C.quick ? 3 : 8, C.quick ? 1.0 : 3.0, m->stat};
+    return l;
+}
+
+static seen_str *as_strs(const char *ids, long n)
+{
+    seen_str *s = xmalloc((size_t)n * sizeof *s);
+    for (long i = 0; i < n; i++)
+        s[i] = (seen_str){ids + (size_t)i * ID_LEN, ID_LEN};
+    return s;
+}
+
+/* Time the core on the in-process copy of history h, over the batches. */
+static void time_core(int h, const batch *bts, int64_t now, core_result *out)
+{
+    double q[256], hs[256];
+    int n = 0;
+    double end = drv_now() + C.lat_s;
+    uint8_t *seen = xmalloc((size_t)bts[0].n);
+    for (; n < 256 && (n < 8 || drv_now() < end); n++) {
+        const batch *bt = &bts[n % VARIANTS];
+        seen_str *strs = as_strs(bt->ids, bt->n);
+        seen_query *qy = NULL;
+        memset(seen, 0, (size_t)bt->n);
+        double t0 = drv_now();
+        if (seen_query_str(strs, (size_t)bt->n, &qy) != SEEN_OK)
+            drv_die("seen_query_str failed");
+        double t1 = drv_now();
+        if (seen_query_run(REF[h], qy, now, seen) != SEEN_OK)
+            drv_die("seen_query_run failed");
+        seen_query_free(qy);
+        double t2 = drv_now();
+        long long found = 0;
+        for (int i = 0; i < bt->n; i++)
+            found += seen[i];
+        if (found < bt->from_history)
+            drv_die("in-process copy: %lld seen, expected at least %d", found, bt->from_history);
+        hs[n] = t1 - t0;
+        q[n] = t2 - t0;
+        free(strs);
+    }
+    free(seen);
+    out->query_us = median(q, n) * 1e6;
+    out->hash_us = median(hs, n) * 1e6;
+}
+
+static void run_queries(const drv_server *srv, redisContext *ctl, redisContext *lat,
+                        char **hist_ids, int64_t now)
+{
+    for (int h = 0; h < C.nhist; h++) {
+        for (int b = 0; b < C.nbatch; b++) {
+            long hn = C.hist[h];
+            int bn = C.batch[b];
+            batch bts[VARIANTS];
+            for (int v = 0; v < VARIANTS; v++)
+                make_batch(&bts[v], hist_ids[h], hn, bn,
+                           STREAM_FRESH + (uint64_t)(h * 100 + b * 10 + v));
+            query_ctx qs[NMETHODS];
+            for (int mi = 0; mi < NMETHODS; mi++) {
+                const method *m = &METHODS[mi];
+                memset(&qs[mi], 0, sizeof qs[mi]);
+                qs[mi].m = m;
+                qs[mi].bt = bts;
+                qs[mi].hist_n = hn;
+                if (!method_enabled(m))
+                    continue;
+                char key[64];
+                snprintf(key, sizeof key, "%s:h%ld", kind_key[m->kind], hn);
+                for (int v = 0; v < VARIANTS; v++)
+                    qs[mi].cmd[v] = format_query(m, key, &bts[v], &qs[mi].len[v]);
+            }
+            double filter_s[NMETHODS][64];
+            int nfilter[NMETHODS] = {0};
+            time_core(h, bts, now, &CORE[h][b]);
+            for (int r = 0; r < C.rounds; r++) {
+                double best = 0;
+                for (int mi = 0; mi < NMETHODS; mi++) {
+                    if (!method_enabled(&METHODS[mi]))
+                        continue;
+                    cell_result *cr = &RES[h][b][mi];
+                    cr->ran = 1;
+                    measure_latency(lat, &qs[mi], cr, filter_s[mi], &nfilter[mi]);
+                    drv_load load = query_load(&METHODS[mi]);
+                    drv_result res;
+                    drv_run(srv, ctl, &load, query_gen, query_check, &qs[mi], &res);
+                    cr->thr[r] = res.units_per_s;
+                    cr->cpu_rate[r] =
+                        res.server_us_per_req > 0 ? bn * 1e6 / res.server_us_per_req : 0;
+                    cr->srv_us[r] = res.server_us_per_req;
+                    cr->cmd_us[r] = res.cmd_us_per_req;
+                    cr->scpu[r] = res.server_cpu_frac;
+                    cr->ccpu[r] = res.client_cpu_frac;
+                    if (mi <= M_BULK_FLAGS + 1 && res.units_per_s > best)
+                        best = res.units_per_s;
+                }
+                for (int mi = 0; mi < NMETHODS; mi++)
+                    RES[h][b][mi].ratio[r] = RES[h][b][mi].thr[r] / RES[h][b][M_SMISMEMBER].thr[r],
+                    RES[h][b][mi].cpu_ratio[r] =
+                        RES[h][b][mi].cpu_rate[r] / RES[h][b][M_SMISMEMBER].cpu_rate[r];
+                progress(
+                    "queries: history %ld, batch %d, round %d/%d: SMISMEMBER %.2fM cand/s, "
+                    "seen BULK FLAGS %.2fM (%.2fx; per server CPU-s %.2fx), best seen form %.2fM",
+                    hn, bn, r + 1, C.rounds, RES[h][b][M_SMISMEMBER].thr[r] / 1e6,
+                    RES[h][b][M_BULK_FLAGS].thr[r] / 1e6, RES[h][b][M_BULK_FLAGS].ratio[r],
+                    RES[h][b][M_BULK_FLAGS].cpu_ratio[r], best / 1e6);
+            }
+            for (int mi = 0; mi < NMETHODS; mi++) {
+                int nf = nfilter[mi] < 64 ? nfilter[mi] : 64;
+                RES[h][b][mi].client_filter_s = median(filter_s[mi], nf);
+                for (int v = 0; v < VARIANTS; v++)
+                    free(qs[mi].cmd[v]);
+            }
+            for (int v = 0; v < VARIANTS; v++)
+                free(bts[v].ids);
+        }
+    }
+}
+
+/* ================================================================ adds */
+
+enum { A_SEEN, A_SADD, A_ZADD, A_BF, NADDS };
+static add_result ADDS[NADDS] = {
+    {.label = "SEEN.ADD key i1 … i20", .stat = "seen.add"},
+    {.label = "SADD key i1 … i20", .stat = "sadd"},
+    {.label = "ZADD key t i1 … t i20", .stat = "zadd"},
+    {.label = "BF.MADD key i1 … i20", .stat = "bf.madd"},
+};
+
+typedef struct add_ctx {
+    int which;
+    int users;
+    uint64_t counter;
+    int64_t ts;
+} add_ctx;
+
+/* A page of 20 fresh items for a random user, formatted on the fly (the
+ * server spends ~100x longer on it than the client). */
+static void add_gen(void *ctx, int conn, drv_req *req, char **scratch, size_t *cap)
+{
+    (void)conn;
+    add_ctx *a = ctx;
+    static const char *names[NADDS] = {"SEEN.ADD", "SADD", "ZADD", "BF.MADD"};
+    static const char *prefix[NADDS] = {"seen", "set", "zset", "bf"};
+    char key[48], ts[24], ids[PAGE][ID_LEN];
+    const char *argv[2 + 2 * PAGE];
+    size_t lens[2 + 2 * PAGE];
+    int i = 0;
+    snprintf(key, sizeof key, "pop:%s:%d", prefix[a->which], (int)(rnd() % (uint64_t)a->users));
+    snprintf(ts, sizeof ts, "%lld", (long long)a->ts);
+    argv[i] = names[a->which], lens[i++] = strlen(names[a->which]);
+    argv[i] = key, lens[i++] = strlen(key);
+    for (int k = 0; k < PAGE; k++) {
+        make_id(STREAM_ADD + (uint64_t)a->which, a->counter++, ids[k]);
+        if (a->which == A_ZADD)
+            argv[i] = ts, lens[i++] = strlen(ts);
+        argv[i] = ids[k], lens[i++] = ID_LEN;
+    }
+    char *out = NULL;
+    int n = redisFormatCommandArgv(&out, i, argv, lens);
+    if (n < 0)
+        drv_die("out of memory");
+    if (*cap < (size_t)n) {
+        free(*scratch);
+        *cap = (size_t)n * 2;
+        *scratch = xmalloc(*cap);
+    }
+    memcpy(*scratch, out, (size_t)n);
+    free(out);
+    req->buf = *scratch;
+    req->len = (size_t)n;
+    req->units = PAGE;
+    req->tag = 0;
+}
+
+static int add_check(void *ctx, const drv_req *req, const drv_tally *t)
+{
+    (void)req;
+    const add_ctx *a = ctx;
+    if (a->which == A_BF)
+        return t->type == REDIS_REPLY_ARRAY && t->len == PAGE;
+    /* Fresh items: all new (seen's fingerprints may collide, rarely). */
+    if (t->type != REDIS_REPLY_INTEGER)
+        return 0;
+    return a->which == A_SEEN ? t->len >= PAGE - 2 : t->len == PAGE;
+}
+
+static void run_adds(const drv_server *srv, redisContext *ctl, int64_t ts)
+{
+    add_ctx ctx[NADDS];
+    for (int k = 0; k < NADDS; k++)
+        ctx[k] = (add_ctx){k, C.users, 0, ts};
+    for (int r = 0; r < C.rounds; r++) {
+        for (int k = 0; k < NADDS; k++) {
+            if (k == A_BF && C.bloom == NULL)
+                continue;
+            drv_load load = {C.conns, C.depth * 4, C.slot_s, 20, 2.0, ADDS[k].stat};
+            drv_result res;
+            drv_run(srv, ctl, &load, add_gen, add_check, &ctx[k], &res);
+            ADDS[k].ran = 1;
+            ADDS[k].srv_us[r] = res.server_us_per_req;
+            ADDS[k].cmd_us[r] = res.cmd_us_per_req;
+            ADDS[k].thr[r] = res.units_per_s;
+            ADDS[k].scpu[r] = res.server_cpu_frac;
+            ADDS[k].ccpu[r] = res.client_cpu_frac;
+        }
+        for (int k = 0; k < NADDS; k++)
+            ADDS[k].ratio[r] = ADDS[k].thr[r] / ADDS[A_SADD].thr[r];
+        progress("adds: round %d/%d: SEEN.ADD %.0fk items/s, SADD %.0fk, ZADD %.0fk", r + 1,
+                 C.rounds, ADDS[A_SEEN].thr[r] / 1e3, ADDS[A_SADD].thr[r] / 1e3,
+                 ADDS[A_ZADD].thr[r] / 1e3);
+    }
+}
+
+/* ================================================================ FPR */
+
+/* Fresh candidates (never added) against the seen and BF keys of each size. */
+static void run_fpr(redisContext *c, fpr_row *rows)
+{
+    const int chunk = 10000;
+    char *ids = xmalloc((size_t)chunk * ID_LEN);
+    char *joined = xmalloc((size_t)chunk * (ID_LEN + 1));
+    const char **argv = xmalloc((size_t)(chunk + 4) * sizeof *argv);
+    size_t *lens = xmalloc((size_t)(chunk + 4) * sizeof *lens);
+    for (int h = 0; h < C.nhist; h++) {
+        fpr_row *row = &rows[h];
+        memset(row, 0, sizeof *row);
+        row->n = C.hist[h];
+        char keys[3][48];
+        snprintf(keys[0], sizeof keys[0], "seen:h%ld", row->n);
+        snprintf(keys[1], sizeof keys[1], "bf:h%ld", row->n);
+        snprintf(keys[2], sizeof keys[2], "bfs:h%ld", row->n);
+        long long *fp[3] = {&row->seen_fp, &row->bf_fp, &row->bfs_fp};
+        for (long done = 0; done < C.fpr_candidates; done += chunk) {
+            for (int i = 0; i < chunk; i++)
+                make_id(STREAM_FPR + (uint64_t)h, (uint64_t)(done + i), ids + (size_t)i * ID_LEN);
+            for (int k = 0; k < (C.bloom ? 3 : 1); k++) {
+                int argc = 0;
+                if (k == 0) {
+                    const char *pre[] = {"SEEN.MFILTER", "1", keys[0], "REPLY", "FLAGS", "BULK"};
+                    for (int i = 0; i < 6; i++)
+                        argv[argc] = pre[i], lens[argc++] = strlen(pre[i]);
+                    argv[argc] = joined, lens[argc++] = join_ids(joined, ids, chunk);
+                } else {
+                    argv[argc] = "BF.MEXISTS", lens[argc++] = 10;
+                    argv[argc] = keys[k], lens[argc++] = strlen(keys[k]);
+                    for (int i = 0; i < chunk; i++)
+                        argv[argc] = ids + (size_t)i * ID_LEN, lens[argc++] = ID_LEN;
+                }
+                redisReply *r = drv_cmd_argv(c, argc, argv, lens);
+                if (k == 0)
+                    for (size_t i = 0; i < r->len; i++)
+                        *fp[k] += r->str[i] == '1';
+                else
+                    for (size_t i = 0; i < r->elements; i++)
+                        *fp[k] += r->element[i]->integer;
+                freeReplyObject(r);
+            }
+            row->tested += chunk;
+        }
+        seen_mem sm;
+        seen_breakdown(c, keys[0], &sm);
+        row->seen_estimate = sm.fpr_estimate;
+        progress("false positives: history %ld: seen %lld, BF %lld of %lld fresh candidates",
+                 row->n, row->seen_fp, row->bf_fp, row->tested);
+    }
+    free(ids);
+    free(joined);
+    free(argv);
+    free(lens);
+}
+
+/* ================================================================ cross-check */
+
+/* redis-benchmark re-measures a method with the same batch, connections
+ * and pipeline: requests/s from its CSV, or -1. */
+static double redis_benchmark(const drv_server *srv, const method *m, const char *key,
+                              const batch *bt, int requests)
+{
+    int cap = bt->n + 32, argc = 0;
+    const char **argv = xmalloc((size_t)cap * sizeof *argv);
+    char port[16], conns[16], depth[16], nreq[16];
+    snprintf(port, sizeof port, "%d", srv->port);
+    snprintf(conns, sizeof conns, "%d", C.conns);
+    snprintf(depth, sizeof depth, "%d", C.depth);
+    snprintf(nreq, sizeof nreq, "%d", requests);
+    const char *pre[] = {"redis-benchmark",
+                         "-h",
+                         "127.0.0.1",
+                         "-p",
+                         port,
+                         "-c",
+                         conns,
+                         "-P",
+                         depth,
+                         "-n",
+                         nreq,
+                         "--csv"};
+    for (size_t i = 0; i < sizeof pre / sizeof *pre; i++)
+        argv[argc++] = pre[i];
+    char *joined = NULL;
+    if (m->input == IN_BULK || m->input == IN_ITEMS) {
+        const char *mf[] = {"SEEN.MFILTER", "1",        key,
+                            "REPLY",        m->command, m->input == IN_BULK ? "BULK" : "ITEMS"};
+        for (size_t i = 0; i < 6; i++)
+            argv[argc++] = mf[i];
+    }
+    if (m->input == IN_BULK) {
+        joined = xmalloc((size_t)bt->n * (ID_LEN + 1) + 1);
+        joined[join_ids(joined, bt->ids, bt->n)] = '\0';
+        argv[argc++] = joined;
+    } else if (m->input != IN_ITEMS) {
+        argv[argc++] = m->command;
+        argv[argc++] = key;
+    }
+    /* Each id as its own NUL-terminated string. */
+    char *strs = xmalloc((size_t)bt->n * (ID_LEN + 1));
+    if (m->input != IN_BULK)
+        for (int i = 0; i < bt->n; i++) {
+            char *s = strs + (size_t)i * (ID_LEN + 1);
+            memcpy(s, bt->ids + (size_t)i * ID_LEN, ID_LEN);
+            s[ID_LEN] = '\0';
+            argv[argc++] = s;
+        }
+    argv[argc] = NULL;
+
+    int fds[2];
+    double rps = -1;
+    if (pipe(fds) != 0)
+        goto out;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execvp("redis-benchmark", (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t size = 0, bufcap = 1 << 20;
+    char *buf = xmalloc(bufcap + 1);
+    ssize_t got;
+    while ((got = read(fds[0], buf + size, bufcap - size)) > 0) {
+        size += (size_t)got;
+        if (size == bufcap) {
+            bufcap *= 2;
+            buf = realloc(buf, bufcap + 1);
+            if (buf == NULL)
+                drv_die("out of memory");
+        }
+    }
+    buf[size] = '\0';
+    close(fds[0]);
+    int status = 0;
+    if (pid > 0)
+        waitpid(pid, &status, 0);
+    /* The data line follows the header; its second field is requests/s. */
+    const char *hdr = strstr(buf, "\"max_latency_ms\"");
+    const char *sep = hdr ? strstr(hdr + 16, "\",\"") : NULL;
+    if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && sep)
+        rps = strtod(sep + 3, NULL);
+    free(buf);
+out:
+    free(argv);
+    free(joined);
+    free(strs);
+    return rps;
+}
+
+static int hist_index(long n);
+static int batch_index(int n);
+
+/* Client checks at the headline workload. */
+typedef struct cross_row {
+    int method, batch;
+    double ours, theirs; /* candidates/s: this program, redis-benchmark */
+    double theirs_scpu;  /* server CPU / wall during redis-benchmark */
+} cross_row;
+
+typedef struct cross {
+    int ran, nrows, hist;
+    cross_row rows[3];
+    /* rates with conns x depth in flight, and with twice as many of each */
+    double base[2], doubled[2];
+} cross;
+
+static const int SAT_METHODS[2] = {M_SMISMEMBER, M_BULK_FLAGS};
+
+static void run_cross_check(const drv_server *srv, redisContext *ctl, char **hist_ids, cross *x)
+{
+    memset(x, 0, sizeof *x);
+    int h = hist_index(10000), b10 = batch_index(10000), b2 = batch_index(2000);
+    x->hist = h;
+    /* redis-benchmark takes the command from its own argv, and Linux caps
+     * one argument at 128 KiB: a 10,000-candidate BULK argument (250 KB)
+     * cannot be passed, so BULK is checked with 2,000 candidates. */
+    const int rows[3][2] = {{M_SMISMEMBER, b10}, {M_ITEMS_FLAGS, b10}, {M_BULK_FLAGS, b2}};
+    for (int k = 0; k < 3; k++) {
+        cross_row *row = &x->rows[x->nrows++];
+        row->method = rows[k][0];
+        row->batch = rows[k][1];
+        const method *m = &METHODS[row->method];
+        batch bt;
+        make_batch(&bt, hist_ids[h], C.hist[h], C.batch[row->batch], STREAM_FRESH + 99);
+        char key[48];
+        snprintf(key, sizeof key, "%s:h%ld", kind_key[m->kind], C.hist[h]);
+        row->ours = median(RES[h][row->batch][row->method].thr, C.rounds);
+        /* About a second of requests at the rate measured. */
+        int requests = (int)(row->ours / bt.n * (C.quick ? 0.2 : 1.0));
+        requests = requests < 20 ? 20 : requests;
+        double cpu0 = drv_server_cpu(ctl), t0 = drv_now();
+        double rps = redis_benchmark(srv, m, key, &bt, requests);
+        row->theirs_scpu = (drv_server_cpu(ctl) - cpu0) / (drv_now() - t0);
+        row->theirs = rps > 0 ? rps * bt.n : NAN;
+        free(bt.ids);
+    }
+
+    /* If the client or the pipeline limited the rate, more requests in
+     * flight would raise it. */
+    batch bts[VARIANTS];
+    for (int v = 0; v < VARIANTS; v++)
+        make_batch(&bts[v], hist_ids[h], C.hist[h], C.batch[b10], STREAM_FRESH + 200 + (uint64_t)v);
+    for (int k = 0; k < 2; k++) {
+        const method *m = &METHODS[SAT_METHODS[k]];
+        query_ctx q = {.m = m, .bt = bts, .hist_n = C.hist[h]};
+        char key[48];
+        snprintf(key, sizeof key, "%s:h%ld", kind_key[m->kind], C.hist[h]);
+        for (int v = 0; v < VARIANTS; v++)
+            q.cmd[v] = format_query(m, key, &bts[v], &q.len[v]);
+        double base[MAX_ROUNDS], doubled[MAX_ROUNDS];
+        int n = C.rounds < 3 ? C.rounds : 3;
+        for (int r = 0; r < n; r++) {
+            drv_load load = query_load(m);
+            drv_result res;
+            drv_run(srv, ctl, &load, query_gen, query_check, &q, &res);
+            base[r] = res.units_per_s;
+            load.conns *= 2, load.depth *= 2;
+            drv_run(srv, ctl, &load, query_gen, query_check, &q, &res);
+            doubled[r] = res.units_per_s;
+        }
+        x->base[k] = median(base, n);
+        x->doubled[k] = median(doubled, n);
+        for (int v = 0; v < VARIANTS; v++)
+            free(q.cmd[v]);
+    }
+    for (int v = 0; v < VARIANTS; v++)
+        free(bts[v].ids);
+    x->ran = 1;
+    progress("client checks: redis-benchmark SMISMEMBER %.2fM cand/s (ours %.2fM); twice the "
+             "requests in flight: "
+             "SMISMEMBER %.2fM -> %.2fM, BULK FLAGS %.2fM -> %.2fM",
+             x->rows[0].theirs / 1e6, x->rows[0].ours / 1e6, x->base[0] / 1e6, x->doubled[0] / 1e6,
+             x->base[1] / 1e6, x->doubled[1] / 1e6);
+}
+
+/* ================================================================ report */
+
+static void read_first_line(const char *path, const char *prefix, char *out, size_t cap)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (prefix == NULL || strncmp(line, prefix, strlen(prefix)) == 0) {
+            char *p = prefix ? strchr(line, ':') : line;
+            p = p ? p + (prefix ? 1 : 0) : line;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            size_t n = strcspn(p, "\n");
+            n = n < cap - 1 ? n : cap - 1;
+            memcpy(out, p, n);
+            out[n] = '\0';
+            break;
+        }
+    }
+    fclose(f);
+}
+
+typedef struct machine {
+    char cpu[160], load_before[64], load_after[64], kernel[128], redis[64], date[64], rev[64],
+        bloom_ver[32];
+    long cores;
+    long long mem_mb;
+} machine;
+
+static void machine_info(machine *mi, redisContext *c)
+{
+    read_first_line("/proc/cpuinfo", "model name", mi->cpu, sizeof mi->cpu);
+    mi->cores = sysconf(_SC_NPROCESSORS_ONLN);
+    char mem[64];
+    read_first_line("/proc/meminfo", "MemTotal", mem, sizeof mem);
+    mi->mem_mb = atoll(mem) / 1024;
+    struct utsname u;
+    if (uname(&u) == 0)
+        snprintf(mi->kernel, sizeof mi->kernel, "%.20s %.100s", u.sysname, u.release);
+    redisReply *r = drv_cmd(c, "INFO SERVER");
+    const char *v = strstr(r->str, "redis_version:");
+    snprintf(mi->redis, sizeof mi->redis, "%.*s", v ? (int)strcspn(v + 14, "\r\n") : 1,
+             v ? v + 14 : "?");
+    freeReplyObject(r);
+    time_t now = time(NULL);
+    strftime(mi->date, sizeof mi->date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    /* Which seen: the checkout's revision, marked when it has changes. */
+    snprintf(mi->rev, sizeof mi->rev, "unknown revision");
+    /* bench/results is what this run rewrites: it does not make the code dirty. */
+    FILE *g = popen("r=$(git describe --always 2>/dev/null) && { [ -z \"$(git status --porcelain "
+                    "-uno -- . ':(exclude)bench/results' 2>/dev/null)\" ] || r=\"$r-dirty\"; } && "
+                    "echo \"$r\"",
+                    "r");
+    if (g != NULL) {
+        char line[64];
+        if (fgets(line, sizeof line, g) && line[0] != '\0') {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(mi->rev, sizeof mi->rev, "%s", line);
+        }
+        pclose(g);
+    }
+    /* RedisBloom reports its version as an integer: 20215 is 2.2.15. */
+    mi->bloom_ver[0] = '\0';
+    r = drv_cmd(c, "MODULE LIST");
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *name = map_get(r->element[i], "name"),
+                         *ver = map_get(r->element[i], "ver");
+        if (name && name->str && strcmp(name->str, "bf") == 0 && ver &&
+            ver->type == REDIS_REPLY_INTEGER)
+            snprintf(mi->bloom_ver, sizeof mi->bloom_ver, "%lld.%lld.%lld", ver->integer / 10000,
+                     ver->integer / 100 % 100, ver->integer % 100);
+    }
+    freeReplyObject(r);
+}
+
+/* The 1, 5 and 15-minute load averages: how busy the shared machine was. */
+static void load_average(char *out, size_t cap)
+{
+    read_first_line("/proc/loadavg", NULL, out, cap);
+    char *p = out;
+    for (int spaces = 0; *p && spaces < 3; p++)
+        spaces += *p == ' ';
+    if (p > out && p[-1] == ' ')
+        p[-1] = '\0';
+}
+
+/* "1,234,567" */
+static const char *commas(long long v, char *buf)
+{
+    char tmp[32];
+    int n = snprintf(tmp, sizeof tmp, "%lld", v < 0 ? -v : v), o = 0;
+    if (v < 0)
+        buf[o++] = '-';
+    for (int i = 0; i < n; i++) {
+        buf[o++] = tmp[i];
+        if ((n - i - 1) % 3 == 0 && i < n - 1)
+            buf[o++] = ',';
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static const char *human_rate(double v, char *buf)
+{
+    if (!(v > 0))
+        snprintf(buf, 24, "–");
+    else if (v >= 1e6)
+        snprintf(buf, 24, "%.2fM", v / 1e6);
+    else
+        snprintf(buf, 24, "%.0fk", v / 1e3);
+    return buf;
+}
+
+static double rate_median(const cell_result *cr)
+{
+    return median(cr->thr, C.rounds);
+}
+
+static void fmt_ms(double s, char *buf)
+{
+    if (!(s >= 0))
+        snprintf(buf, 24, "–");
+    else if (s < 0.01)
+        snprintf(buf, 24, "%.2f", s * 1e3);
+    else
+        snprintf(buf, 24, "%.1f", s * 1e3);
+}
+
+static int hist_index(long n)
+{
+    for (int i = 0; i < C.nhist; i++)
+        if (C.hist[i] == n)
+            return i;
+    return C.nhist - 1;
+}
+
+static int batch_index(int n)
+{
+    for (int i = 0; i < C.nbatch; i++)
+        if (C.batch[i] == n)
+            return i;
+    return C.nbatch - 1;
+}
+
+/* A file of the output directory, opened for writing, or death. */
+static FILE *open_out(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", C.out_dir, name);
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        drv_die("cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *pm,
+                         const long long *apps, const fpr_row *fr, const cross *x, double elapsed)
+{
+    char b1[32], b2[32], b3[32];
+    FILE *f = open_out("latest.md");
+
+    int h10 = hist_index(10000), b10 = batch_index(10000);
+    const hist_mem *m10 = &hm[h10];
+    double set_pi = (double)m10->usage[K_SET] / (double)m10->n;
+    double seen_pi = (double)m10->usage[K_SEEN] / (double)m10->n;
+    double mem_ratio = set_pi / seen_pi;
+    const cell_result *smis = &RES[h10][b10][M_SMISMEMBER];
+    double thr_ratio = median(RES[h10][b10][M_BULK_FLAGS].ratio, C.rounds);
+    double cpu_ratio = median(RES[h10][b10][M_BULK_FLAGS].cpu_ratio, C.rounds);
+    int best_m = M_FILTER;
+    for (int mi2 = 0; mi2 <= M_BULK_FLAGS + 1; mi2++)
+        if (median(RES[h10][b10][mi2].cpu_ratio, C.rounds) >
+            median(RES[h10][b10][best_m].cpu_ratio, C.rounds))
+            best_m = mi2;
+
+    fprintf(f, "# seen against Redis SET, ZSET and Bloom filters\n\n");
+    fprintf(f, "Generated by `bench/bench_redis` (`%s`) on %s; the run took %.0f s.\n\n", C.command,
+            mi->date, elapsed);
+    fprintf(f,
+            "- Machine: %s, %ld cores, %lld MB RAM, %s; load average %s before the run, %s after "
+            "(a shared machine: compare ratios, which are measured moments apart, not absolute "
+            "rates).\n",
+            mi->cpu, mi->cores, mi->mem_mb, mi->kernel, mi->load_before, mi->load_after);
+    fprintf(
+        f,
+        "- Redis %s (one redis-server started by the benchmark: no persistence, io-threads 1) with "
+        "`build/seen.so` (seen %s)%s%s%s%s%s.\n",
+        mi->redis, mi->rev,
+        C.bloom ? " and RedisBloom "
+                : "; RedisBloom not loaded (set REDISBLOOM_MODULE): "
+                  "the BF columns are skipped",
+        C.bloom ? mi->bloom_ver : "", C.bloom ? " (`" : "", C.bloom ? C.bloom : "",
+        C.bloom ? "`)" : "");
+    fprintf(
+        f,
+        "- Items: 24-character hex ids.  seen keys: `WINDOW 90d SLICES 4 ERROR 0.001`.  Figures "
+        "are "
+        "medians of %d rounds; each round measures every method of a workload back to back.\n\n",
+        C.rounds);
+
+    fprintf(f, "## Targets\n\n");
+    fprintf(f, "| target | measured | goal | met |\n| --- | --- | --- | --- |\n");
+    fprintf(f,
+            "| memory per item, %s-item history: SET / seen | %.1f× (%.1f vs %.2f bytes) | ≥ 40× | "
+            "%s |\n",
+            commas(m10->n, b1), mem_ratio, set_pi, seen_pi, mem_ratio >= 40 ? "yes" : "**no**");
+    fprintf(f,
+            "| candidates per second of server CPU, %d-candidate batches on a %s-item history: "
+            "`SEEN.MFILTER … REPLY FLAGS BULK` / SMISMEMBER | %.2f× (%s vs %s) | ≥ 2× | %s |\n",
+            C.batch[b10], commas(m10->n, b2), cpu_ratio,
+            human_rate(median(RES[h10][b10][M_BULK_FLAGS].cpu_rate, C.rounds), b3),
+            human_rate(median(smis->cpu_rate, C.rounds), b1), cpu_ratio >= 2 ? "yes" : "**no**");
+    fprintf(f,
+            "| the same in wall-clock candidates/s (%d pipelined connections; noisy on a shared "
+            "machine) | "
+            "%.2f× (%s vs %s) | ≥ 2× | %s |\n",
+            C.conns, thr_ratio, human_rate(rate_median(&RES[h10][b10][M_BULK_FLAGS]), b3),
+            human_rate(rate_median(smis), b1), thr_ratio >= 2 ? "yes" : "**no**");
+    fprintf(f, "| best seen form per server CPU-second (%s) | %.2f× | ≥ 2× | %s |\n\n",
+            METHODS[best_m].label, median(RES[h10][b10][best_m].cpu_ratio, C.rounds),
+            median(RES[h10][b10][best_m].cpu_ratio, C.rounds) >= 2 ? "yes" : "**no**");
+    if (mem_ratio < 40 || cpu_ratio < 2 || thr_ratio < 2)
+        fprintf(f,
+                "Why a target is missed: see [where seen's bytes go](#where-a-seen-keys-bytes-go) "
+                "and [where the "
+                "server's time goes](#where-the-servers-time-goes-%d-candidate-batches).\n\n",
+                C.batch[b10]);
+
+    /* ---- memory per item */
+    fprintf(f, "## Memory per item (MEMORY USAGE key SAMPLES 0 / items)\n\n");
+    fprintf(
+        f,
+        "Each history arrives in time order in %d batches spread over the 90-day window (one per "
+        "item "
+        "below %d items), oldest first.  **seen**: each batch written at its own time "
+        "(`SEEN.INSERT key NOW t BULK …`, what a key receives in production); **seen (AT "
+        "import)**: "
+        "the same batches written now with `AT t` (a bulk import of an old history).  ZSET scores "
+        "are "
+        "the batch times.  BF: `BF.RESERVE key 0.001 n` (sized for the history: its best case) and "
+        "`BF.RESERVE key 0.001 100` growing by scaling.  Floor: log2(1/0.001) = 9.97 bits = 1.25 "
+        "bytes.\n\n",
+        LOAD_BATCHES, LOAD_BATCHES);
+    fprintf(f, "| items |");
+    for (int k = 0; k < NKINDS; k++)
+        if (kind_enabled(k))
+            fprintf(f, " %s |", kind_label[k]);
+    fprintf(f, " SET / seen | ZSET / seen |%s\n| ---: |", C.bloom ? " BF (n) / seen |" : "");
+    for (int k = 0; k < NKINDS; k++)
+        if (kind_enabled(k))
+            fprintf(f, " ---: |");
+    fprintf(f, " ---: | ---: |%s\n", C.bloom ? " ---: |" : "");
+    for (int h = 0; h < C.nhist; h++) {
+        const hist_mem *m = &hm[h];
+        fprintf(f, "| %s |", commas(m->n, b1));
+        for (int k = 0; k < NKINDS; k++)
+            if (kind_enabled(k))
+                fprintf(f, " %.2f |", (double)m->usage[k] / (double)m->n);
+        fprintf(f, " %.1f× | %.1f× |", (double)m->usage[K_SET] / (double)m->usage[K_SEEN],
+                (double)m->usage[K_ZSET] / (double)m->usage[K_SEEN]);
+        if (C.bloom)
+            fprintf(f, " %.2f× |", (double)m->usage[K_BF] / (double)m->usage[K_SEEN]);
+        fprintf(f, "\n");
+    }
+
+    fprintf(f, "\n### Where a seen key's bytes go\n\n");
+    fprintf(f, "From `SEEN.INFO` (runs: requested sizes of the encoded runs; `bytes`: every "
+               "allocation of the "
+               "value as jemalloc sizes it) and MEMORY USAGE.  Rounding = what jemalloc's size "
+               "classes add to "
+               "the runs (classes 4 per doubling: up to +25%%).\n\n");
+    fprintf(f, "The middle part is fixed: in the in-process twin (plain malloc, requested sizes) "
+               "the set's "
+               "allocations other than its runs come to");
+    for (int h = 0; h < C.nhist; h++)
+        fprintf(f, "%s %lld", h ? "," : "", ref_fixed_bytes(REF[h]));
+    fprintf(f, " bytes at these sizes; the Redis key column is MEMORY USAGE's own share (key name, "
+               "entry).\n\n");
+    fprintf(f, "| items | encoding | runs | encoded runs | + jemalloc rounding | + set header, "
+               "slices, buffer | "
+               "+ Redis key | = MEMORY USAGE | bytes/item | SET / seen | … if runs alone | … "
+               "without rounding |\n");
+    fprintf(
+        f,
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for (int h = 0; h < C.nhist; h++) {
+        const seen_mem *s = &hm[h].seen;
+        long long rounding = s->run_classes - s->run_bytes;
+        long long rest = s->value - s->run_classes;
+        double set_bytes = (double)hm[h].usage[K_SET];
+        fprintf(f,
+                "| %s | %s | %lld | %lld (%.1f bits/item) | %lld | %lld | %lld | %lld | %.2f | "
+                "%.1f× | %.1f× | "
+                "%.1f× |\n",
+                commas(hm[h].n, b1), s->encoding, s->runs, s->run_bytes,
+                8.0 * (double)s->run_bytes / (double)s->items, rounding, rest, s->usage - s->value,
+                s->usage, (double)s->usage / (double)hm[h].n, set_bytes / (double)s->usage,
+                set_bytes / (double)s->run_bytes, set_bytes / (double)(s->usage - rounding));
+    }
+
+    fprintf(f, "\nRun sizes, requested → jemalloc class:");
+    for (int h = 0; h < C.nhist; h++)
+        fprintf(f, "%s %s items: %s", h ? ";" : "", commas(hm[h].n, b1), hm[h].seen.sizes);
+    fprintf(f, ".\n");
+    fprintf(f, "\nThe AT-import keys hold the same items in many more runs, most of them far finer "
+               "than the error "
+               "needs: ");
+    for (int h = 0; h < C.nhist; h++) {
+        const seen_mem *a = &hm[h].seen_at;
+        fprintf(f, "%s%s items: %lld runs, %.1f bits/item encoded (live: %lld runs, %.1f)",
+                h ? "; " : "", commas(hm[h].n, b1), a->runs,
+                8.0 * (double)a->run_bytes / (double)(a->items ? a->items : 1), hm[h].seen.runs,
+                8.0 * (double)hm[h].seen.run_bytes /
+                    (double)(hm[h].seen.items ? hm[h].seen.items : 1));
+    }
+    fprintf(f, ".  Written now with AT spread over 90 days, the key looks a window old from its "
+               "first batch, so "
+               "it plans its fingerprints for the items it holds then (the first batch), re-plans "
+               "as it grows, and "
+               "each new run must fit in what the earlier, coarser runs left of the error budget: "
+               "later runs get "
+               "ever finer fingerprints (`SEEN.INFO` runs show bits/item rising run by run).\n");
+
+    /* ---- population */
+    fprintf(f, "\n## Memory per user: a population of %d users (seed 003's 60%% / 30%% / 10%%)\n\n",
+            C.users);
+    fprintf(
+        f,
+        "Sizes drawn uniformly in [0.5, 1.5] × the class's typical size; each user's history "
+        "loaded as "
+        "above (seen: live).  BF: scaling from 100 (a user's size is not known in advance).\n\n");
+    fprintf(f, "| class | users | items/user |");
+    for (int k = 0; k < NKINDS; k++)
+        if (kind_enabled(k) && k != K_SEEN_AT && k != K_BF)
+            fprintf(f, " %s bytes/user |", kind_label[k]);
+    fprintf(f, " SET / seen | ZSET / seen |\n| --- | ---: | ---: |");
+    for (int k = 0; k < NKINDS; k++)
+        if (kind_enabled(k) && k != K_SEEN_AT && k != K_BF)
+            fprintf(f, " ---: |");
+    fprintf(f, " ---: | ---: |\n");
+    long long tot_users = 0, tot_items = 0, tot[NKINDS] = {0};
+    for (int cl = 0; cl <= NCLASSES; cl++) {
+        int all = cl == NCLASSES;
+        long long users = all ? tot_users : pm->users[cl], items = all ? tot_items : pm->items[cl];
+        const long long *u = all ? tot : pm->usage[cl];
+        if (!all) {
+            tot_users += users, tot_items += items;
+            for (int k = 0; k < NKINDS; k++)
+                tot[k] += u[k];
+        }
+        if (users == 0)
+            continue;
+        fprintf(f, "| %s | %lld | %s |", all ? "**all**" : class_label[cl], users,
+                commas(items / users, b1));
+        for (int k = 0; k < NKINDS; k++)
+            if (kind_enabled(k) && k != K_SEEN_AT && k != K_BF)
+                fprintf(f, " %s |", commas(u[k] / users, b2));
+        fprintf(f, " %.1f× | %.1f× |\n", (double)u[K_SET] / (double)u[K_SEEN],
+                (double)u[K_ZSET] / (double)u[K_SEEN]);
+    }
+
+    /* ---- apps */
+    fprintf(f, "\n## 300 integer app ids in [2,700,000, 3,100,000) (seed 004)\n\n");
+    fprintf(f, "seen: `SEEN.RESERVE key WINDOW 10m IDS INT` (exact), 15 pages of 20 ids over ten "
+               "minutes.\n\n");
+    fprintf(f, "| | seen (IDS INT) | SET (intset) | ZSET |%s\n| --- | ---: | ---: | ---: |%s\n",
+            C.bloom ? " BF (reserved at 300) |" : "", C.bloom ? " ---: |" : "");
+    fprintf(f, "| MEMORY USAGE | %lld | %lld | %lld |", apps[K_SEEN], apps[K_SET], apps[K_ZSET]);
+    if (C.bloom)
+        fprintf(f, " %lld |", apps[K_BF]);
+    fprintf(f, "\n| bytes/item | %.2f | %.2f | %.2f |", apps[K_SEEN] / 300.0, apps[K_SET] / 300.0,
+            apps[K_ZSET] / 300.0);
+    if (C.bloom)
+        fprintf(f, " %.2f |", apps[K_BF] / 300.0);
+    fprintf(f, "\n\n");
+
+    /* ---- FPR */
+    fprintf(f, "## False-positive rate (configured 0.001)\n\n");
+    fprintf(f, "Fresh candidates, never added, checked against the keys above; 95%% interval from "
+               "the binomial "
+               "count.  SET and ZSET are exact.\n\n");
+    fprintf(f,
+            "| items | candidates | seen | seen's own bound (fpr-estimate) |%s\n| ---: | ---: | "
+            "--- | ---: |%s\n",
+            C.bloom ? " BF (n) | BF (scaling) |" : "", C.bloom ? " --- | --- |" : "");
+    for (int h = 0; h < C.nhist; h++) {
+        const fpr_row *r = &fr[h];
+        long long v[3] = {r->seen_fp, r->bf_fp, r->bfs_fp};
+        fprintf(f, "| %s | %s |", commas(r->n, b1), commas(r->tested, b2));
+        for (int k = 0; k < (C.bloom ? 3 : 1); k++) {
+            double p = (double)v[k] / (double)r->tested;
+            double ci = 1.96 * sqrt((p * (1 - p) + 1.0 / (double)r->tested) / (double)r->tested);
+            fprintf(f, " %.5f ± %.5f (%lld) |", p, ci, v[k]);
+            if (k == 0)
+                fprintf(f, " %.2g |", r->seen_estimate);
+        }
+        fprintf(f, "\n");
+    }
+
+    /* ---- queries */
+    fprintf(f, "\n## Batch queries: candidates/s and latency\n\n");
+    fprintf(
+        f,
+        "Each batch: 10%% of the candidates drawn from the key's history, 90%% fresh; %d distinct "
+        "batches "
+        "in turn.  **Candidates/s**: %d connections × %d pipelined requests from one client thread "
+        "(replies tallied by hiredis's reader without reply objects), rate between the first and "
+        "the last "
+        "reply of a %.2f s measurement.  **Per CPU-s**: candidates per second of server CPU time "
+        "(INFO CPU), "
+        "what the server does with a core to itself; × = that against SMISMEMBER in the same round "
+        "(wall-clock "
+        "ratios are in the targets).  **Latency**: one "
+        "connection, one request at a time, reply decoded by hiredis (ZRANGE: plus the client's "
+        "filter "
+        "against the history, a hash set).  Every reply is checked (all history candidates seen; "
+        "exact methods "
+        "exactly).  ZRANGE rows count the server's side only: the filtering is the client's.\n",
+        VARIANTS, C.conns, C.depth, C.slot_s);
+    for (int h = 0; h < C.nhist; h++) {
+        fprintf(f, "\n### History of %s items\n\n| method |", commas(C.hist[h], b1));
+        for (int b = 0; b < C.nbatch; b++)
+            fprintf(f, " %s: cand/s | per CPU-s | × | p50 ms | p99 ms |", commas(C.batch[b], b2));
+        fprintf(f, "\n| --- |");
+        for (int b = 0; b < C.nbatch; b++)
+            fprintf(f, " ---: | ---: | ---: | ---: | ---: |");
+        fprintf(f, "\n");
+        for (int mi2 = 0; mi2 < NMETHODS; mi2++) {
+            if (!method_enabled(&METHODS[mi2]))
+                continue;
+            fprintf(f, "| %s |", METHODS[mi2].label);
+            for (int b = 0; b < C.nbatch; b++) {
+                cell_result *cr = &RES[h][b][mi2];
+                qsort(cr->lat, (size_t)cr->nlat, sizeof *cr->lat, cmp_double);
+                fmt_ms(percentile(cr->lat, cr->nlat, 50), b2);
+                fmt_ms(percentile(cr->lat, cr->nlat, 99), b3);
+                char b4[32];
+                fprintf(f, " %s | %s | %.2f× | %s | %s |", human_rate(rate_median(cr), b1),
+                        human_rate(median(cr->cpu_rate, C.rounds), b4),
+                        median(cr->cpu_ratio, C.rounds), b2, b3);
+            }
+            fprintf(f, "\n");
+        }
+        const cell_result *z = &RES[h][C.nbatch - 1][M_ZRANGE];
+        fprintf(
+            f,
+            "\nZRANGE's client-side filter alone (build a hash set of the %s returned items, probe "
+            "%d "
+            "candidates): %.2f ms per batch of this client's CPU, on top of the server's work.\n",
+            commas(C.hist[h], b1), C.batch[C.nbatch - 1], z->client_filter_s * 1e3);
+    }
+
+    /* ---- adds */
+    fprintf(f, "\n## Adds: items/s\n\n");
+    fprintf(f,
+            "Pages of %d fresh items, each to a random user of the population, %d connections × %d "
+            "pipelined; "
+            "× = against SADD in the same round.  seen adds at the server's clock.\n\n",
+            PAGE, C.conns, C.depth * 4);
+    fprintf(f, "| command | items/s | × SADD | server CPU | server µs per command (min) | in the "
+               "command µs (min) |\n"
+               "| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for (int k = 0; k < NADDS; k++)
+        if (ADDS[k].ran)
+            fprintf(f, "| %s | %s | %.2f× | %.0f%% | %.1f | %.1f |\n", ADDS[k].label,
+                    human_rate(median(ADDS[k].thr, C.rounds), b1), median(ADDS[k].ratio, C.rounds),
+                    100 * median(ADDS[k].scpu, C.rounds), minimum(ADDS[k].srv_us, C.rounds),
+                    minimum(ADDS[k].cmd_us, C.rounds));
+
+    /* ---- where the time goes */
+    fprintf(f, "\n## Where the server's time goes (%d-candidate batches)\n\n", C.batch[b10]);
+    fprintf(f, "Per request, the minimum over the rounds (commandstats times are wall-clock, so "
+               "another process "
+               "taking the CPU inflates them; the least disturbed round is the cost).  "
+               "**Server CPU**: INFO CPU over the measurement / replies. "
+               "**In the command**: INFO commandstats usec_per_call (the command function, reply "
+               "buffering "
+               "included).  **Outside**: the rest — reading the request from the socket, parsing "
+               "RESP, making one "
+               "Redis object per argument, writing the reply.  **Core**: the core library alone "
+               "(`seen_query_str` + `seen_query_run`), timed in this process on a twin of the key "
+               "built by the "
+               "same writes (serialized sizes: ");
+    for (int h = 0; h < C.nhist; h++)
+        fprintf(f, "%s%lld vs the key's %lld", h ? ", " : "", REF_SERIALIZED[h][0],
+                REF_SERIALIZED[h][1]);
+    fprintf(f, " bytes), with the same candidates; of which hashing and sorting the candidates "
+               "(`seen_query_str`) "
+               "in brackets.  **Module**: in the command minus the core (parsing items, BULK "
+               "splitting, the "
+               "reply).\n\n");
+    fprintf(f, "| history | method | server CPU µs | in the command µs | outside µs | core µs | "
+               "module µs | "
+               "ns per candidate |\n| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    int preempted = 0;
+    for (int h = 0; h < C.nhist; h++)
+        for (int mi2 = 0; mi2 < NMETHODS; mi2++) {
+            const cell_result *cr = &RES[h][b10][mi2];
+            if (!cr->ran || mi2 == M_ZRANGE)
+                continue;
+            double srv_us = minimum(cr->srv_us, C.rounds), cmd_us = minimum(cr->cmd_us, C.rounds);
+            fprintf(f, "| %s | %s | %.0f | %.0f |", commas(C.hist[h], b1), METHODS[mi2].label,
+                    srv_us, cmd_us);
+            if (srv_us >= cmd_us)
+                fprintf(f, " %.0f |", srv_us - cmd_us);
+            else
+                fprintf(f, " ≈0 (preempted) |"), preempted = 1;
+            if (METHODS[mi2].kind == K_SEEN)
+                fprintf(f, " %.0f (%.0f) | %.0f |", CORE[h][b10].query_us, CORE[h][b10].hash_us,
+                        cmd_us - CORE[h][b10].query_us);
+            else
+                fprintf(f, " | |");
+            fprintf(f, " %.0f |\n", srv_us * 1e3 / C.batch[b10]);
+        }
+    fprintf(f, "\nThe core alone per batch size (µs per batch, in this process), beside "
+               "SMISMEMBER's whole server "
+               "CPU per batch: the core walks the stored runs, so its cost grows with the history "
+               "as well as with "
+               "the batch.\n\n| history |");
+    for (int b = 0; b < C.nbatch; b++)
+        fprintf(f, " core, %s candidates | SMISMEMBER server CPU |", commas(C.batch[b], b1));
+    fprintf(f, "\n| ---: |");
+    for (int b = 0; b < C.nbatch; b++)
+        fprintf(f, " ---: | ---: |");
+    fprintf(f, "\n");
+    for (int h = 0; h < C.nhist; h++) {
+        fprintf(f, "| %s |", commas(C.hist[h], b1));
+        for (int b = 0; b < C.nbatch; b++)
+            fprintf(f, " %.0f (hash+sort %.0f) | %.0f |", CORE[h][b].query_us, CORE[h][b].hash_us,
+                    C.batch[b] * 1e6 / median(RES[h][b][M_SMISMEMBER].cpu_rate, C.rounds));
+        fprintf(f, "\n");
+    }
+    if (preempted)
+        fprintf(f,
+                "\n≈0 (preempted): the command's wall-clock time exceeded the server's CPU time in "
+                "every round — "
+                "other processes took the CPU while it ran; its split is unknown in this run.\n");
+
+    /* ---- client check */
+    fprintf(f, "\n## Is the client the bottleneck?\n\n");
+    double scpu_all[MAX_HIST * MAX_BATCH * NMETHODS], max_ccpu = 0;
+    int nscpu = 0;
+    for (int h = 0; h < C.nhist; h++)
+        for (int b = 0; b < C.nbatch; b++)
+            for (int mi2 = 0; mi2 < NMETHODS; mi2++)
+                if (RES[h][b][mi2].ran && mi2 != M_ZRANGE) {
+                    double cc = median(RES[h][b][mi2].ccpu, C.rounds);
+                    scpu_all[nscpu++] = median(RES[h][b][mi2].scpu, C.rounds);
+                    max_ccpu = cc > max_ccpu ? cc : max_ccpu;
+                }
+    fprintf(
+        f,
+        "- The load generator is one C thread (hiredis's reader with tallying object functions, "
+        "requests "
+        "pre-formatted): it used at most %.0f%% of a core during any query measurement.  The "
+        "server's CPU "
+        "time was a median %.0f%% of wall time (ZRANGE aside): on %ld cores shared with other "
+        "users (load "
+        "average above), the server's thread is runnable but not always running — which is why the "
+        "per-CPU-second rates are the steady comparison.\n",
+        100 * max_ccpu, 100 * median(scpu_all, nscpu), mi->cores);
+    if (x->ran) {
+        fprintf(f,
+                "- Twice the connections and twice the pipeline depth (%s-item history, %d "
+                "candidates, rounds alternating): ",
+                commas(C.hist[x->hist], b1), C.batch[b10]);
+        for (int k = 0; k < 2; k++)
+            fprintf(f, "%s%s %s → %s cand/s (%+.0f%%)", k ? "; " : "",
+                    METHODS[SAT_METHODS[k]].label, human_rate(x->base[k], b2),
+                    human_rate(x->doubled[k], b3), 100 * (x->doubled[k] / x->base[k] - 1));
+        fprintf(f,
+                ".  Their ratio goes %.2f× → %.2f×: how hard the client pushes does not change "
+                "the comparison.\n",
+                x->base[1] / x->base[0], x->doubled[1] / x->doubled[0]);
+        fprintf(f,
+                "- redis-benchmark (a different client: %d connections, pipeline %d) on the "
+                "same history:\n\n",
+                C.conns, C.depth);
+        fprintf(f, "| method | candidates | redis-benchmark cand/s | server CPU during it | this "
+                   "program |\n"
+                   "| --- | ---: | ---: | ---: | ---: |\n");
+        for (int k = 0; k < x->nrows; k++) {
+            const cross_row *row = &x->rows[k];
+            fprintf(f, "| %s | %d | %s | %.0f%% | %s |\n", METHODS[row->method].label,
+                    C.batch[row->batch], human_rate(row->theirs, b1), 100 * row->theirs_scpu,
+                    human_rate(row->ours, b2));
+        }
+        fprintf(
+            f,
+            "\nredis-benchmark decodes every reply into hiredis objects (10,000 per SMISMEMBER "
+            "reply), so "
+            "where its server CPU is lower it is the client that limits it.  It cannot send a "
+            "10,000-candidate BULK argument (250 KB; Linux caps one exec argument at 128 KiB).\n");
+    }
+    fprintf(
+        f,
+        "\nPlots: `memory.png` (bytes per item against history size), `throughput.png` "
+        "(candidates/s per "
+        "method, %d-candidate batches; ZRANGE left out, its rate being the server's side only).\n",
+        C.batch[b10]);
+    fclose(f);
+
+    /* ---- data for gnuplot: tab-separated, a header line of titles */
+    f = open_out("memory.dat");
+    int nmem = 2;
+    fprintf(f, "items\tfloor: log2(1/0.001) bits");
+    for (int k = 0; k < NKINDS; k++)
+        if (kind_enabled(k))
+            fprintf(f, "\t%s", kind_label[k]), nmem++;
+    fprintf(f, "\n");
+    for (int h = 0; h < C.nhist; h++) {
+        fprintf(f, "%ld\t%.4f", hm[h].n, log2(1 / ERROR_RATE) / 8);
+        for (int k = 0; k < NKINDS; k++)
+            if (kind_enabled(k))
+                fprintf(f, "\t%.4f", (double)hm[h].usage[k] / (double)hm[h].n);
+        fprintf(f, "\n");
+    }
+    fclose(f);
+
+    f = open_out("throughput.dat");
+    fprintf(f, "method");
+    for (int h = 0; h < C.nhist; h++)
+        fprintf(f, "\t%s items", commas(C.hist[h], b1));
+    fprintf(f, "\n");
+    for (int mi2 = 0; mi2 < NMETHODS; mi2++) {
+        /* ZRANGE's rate is the server's side only: its work moved to the
+         * client, so a bar beside the others would mislead. */
+        if (!method_enabled(&METHODS[mi2]) || mi2 == M_ZRANGE)
+            continue;
+        fprintf(f, "%s", METHODS[mi2].label);
+        for (int h = 0; h < C.nhist; h++)
+            fprintf(f, "\t%.0f", median(RES[h][b10][mi2].cpu_rate, C.rounds));
+        fprintf(f, "\n");
+    }
+    fclose(f);
+
+    f = open_out("plotvars.gp");
+    fprintf(f, "# written by bench_redis for plot.gp\nnmem = %d\nnthr = %d\nbatch = \"%s\"\n", nmem,
+            C.nhist + 1, commas(C.batch[b10], b1));
+    fclose(f);
+}
+
+/* ================================================================ main */
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: bench_redis [--quick] [--out DIR] [--module PATH] [--redis-server PATH]\n"
+            "                   [--rounds N] [--slot SECONDS] [--conns N] [--depth N] [--command "
+            "TEXT]\n"
+            "RedisBloom is loaded from $REDISBLOOM_MODULE when set (else the BF columns are "
+            "skipped).\n");
+    exit(2);
+}
+
+static void parse_args(int argc, char **argv)
+{
+    C = (cfg){0,
+              "bench/results",
+              "redis-server",
+              "build/seen.so",
+              NULL,
+              "make bench",
+              7,
+              0.15,
+              0.05,
+              4,
+              2,
+              1000000,
+              200,
+              600,
+              {100, 1000, 10000, 100000},
+              4,
+              {2000, 10000},
+              2};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--quick") == 0) {
+            C.quick = 1;
+            C.rounds = 2, C.slot_s = 0.03, C.lat_s = 0.01, C.fpr_candidates = 20000, C.users = 20,
+            C.limit_s = 120;
+            C.hist[0] = 100, C.hist[1] = 1000, C.hist[2] = 10000, C.nhist = 3;
+            continue;
+        }
+        if (v == NULL)
+            usage();
+        i++;
+        if (strcmp(a, "--out") == 0)
+            C.out_dir = v;
+        else if (strcmp(a, "--module") == 0)
+            C.module = v;
+        else if (strcmp(a, "--redis-server") == 0)
+            C.redis_server = v;
+        else if (strcmp(a, "--rounds") == 0)
+            C.rounds = atoi(v);
+        else if (strcmp(a, "--slot") == 0)
+            C.slot_s = atof(v);
+        else if (strcmp(a, "--conns") == 0)
+            C.conns = atoi(v);
+        else if (strcmp(a, "--depth") == 0)
+            C.depth = atoi(v);
+        else if (strcmp(a, "--command") == 0)
+            C.command = v;
+        else
+            usage();
+    }
+    if (C.rounds < 1 || C.rounds > MAX_ROUNDS || C.slot_s <= 0 || C.conns < 1 || C.conns > 64 ||
+        C.depth < 1 || C.depth > 64)
+        usage();
+    const char *bloom = getenv("REDISBLOOM_MODULE");
+    if (bloom && *bloom) {
+        if (access(bloom, R_OK) != 0)
+            drv_die("REDISBLOOM_MODULE=%s: %s", bloom, strerror(errno));
+        C.bloom = bloom;
+    }
+}
+
+/* The live seen key's twin, built in this process by the same writes. */
+static seen_set *reference_set(const char *items, long n, int64_t t_end)
+{
+    seen_policy pol;
+    seen_policy_default(&pol);
+    pol.window_ms = (uint64_t)WINDOW_MS, pol.slices = 4, pol.error = ERROR_RATE;
+    seen_set *set = NULL;
+    if (seen_create(&pol, &set) != SEEN_OK)
+        drv_die("seen_create failed");
+    seen_str *strs = as_strs(items, n);
+    long B = n < LOAD_BATCHES ? n : LOAD_BATCHES;
+    for (long b = 0; b < B; b++) {
+        long lo = n * b / B, hi = n * (b + 1) / B;
+        if (seen_add_str(set, strs + lo, (size_t)(hi - lo), NULL, batch_time(t_end, b, B), NULL) !=
+            SEEN_OK)
+            drv_die("seen_add_str failed");
+    }
+    free(strs);
+    return set;
+}
+
+static void load_all(redisContext *c, char **hist_ids, int64_t t_end, hist_mem *hm, pop_mem *pm,
+                     long long *apps)
+{
+    piper p = {c, 0};
+    argbuf a;
+    argbuf_init(&a, 100000 / LOAD_BATCHES + 2);
+
+    for (int h = 0; h < C.nhist; h++) {
+        long n = C.hist[h];
+        hist_ids[h] = make_ids(STREAM_HIST + (uint64_t)h, n);
+        hm[h].n = n;
+        for (int k = 0; k < NKINDS; k++) {
+            if (!kind_enabled(k))
+                continue;
+            char key[48];
+            snprintf(key, sizeof key, "%s:h%ld", kind_key[k], n);
+            load_key(&p, &a, k, key, hist_ids[h], n, t_end);
+            pipe_flush(&p);
+            hm[h].usage[k] = memory_usage(c, key);
+        }
+        char key[48];
+        snprintf(key, sizeof key, "seen:h%ld", n);
+        seen_breakdown(c, key, &hm[h].seen);
+        char key_at[48];
+        snprintf(key_at, sizeof key_at, "seenat:h%ld", n);
+        seen_breakdown(c, key_at, &hm[h].seen_at);
+        REF[h] = reference_set(hist_ids[h], n, t_end);
+        REF_SERIALIZED[h][0] = (long long)seen_serialized_size(REF[h]);
+        redisReply *info = drv_cmd(c, "SEEN.INFO %s", key);
+        REF_SERIALIZED[h][1] = (long long)num_of(map_get(info, "serialized-bytes"));
+        freeReplyObject(info);
+        progress("history %ld loaded: bytes/item seen %.2f, SET %.2f, ZSET %.2f", n,
+                 (double)hm[h].usage[K_SEEN] / (double)n, (double)hm[h].usage[K_SET] / (double)n,
+                 (double)hm[h].usage[K_ZSET] / (double)n);
+    }
+
+    /* The population: 60% light, 30% medium, 10% heavy. */
+    memset(pm, 0, sizeof *pm);
+    for (int u = 0; u < C.users; u++) {
+        int cl = u < C.users * 6 / 10 ? U_LIGHT : (u < C.users * 9 / 10 ? U_MEDIUM : U_HEAVY);
+        long n = (long)((double)class_items[cl] * (0.5 + rnd01()));
+        char *ids = make_ids(STREAM_USER + (uint64_t)u, n);
+        pm->users[cl]++;
+        pm->items[cl] += n;
+        for (int k = 0; k < NKINDS; k++) {
+            if (!kind_enabled(k) || k == K_SEEN_AT || k == K_BF)
+                continue;
+            /* Scaling BF keys are the population's BF keys (pop:bf:u). */
+            char key[48];
+            snprintf(key, sizeof key, "pop:%s:%d", k == K_BFS ? "bf" : kind_key[k], u);
+            load_key(&p, &a, k, key, ids, n, t_end);
+        }
+        pipe_flush(&p);
+        for (int k = 0; k < NKINDS; k++) {
+            if (!kind_enabled(k) || k == K_SEEN_AT || k == K_BF)
+                continue;
+            char key[48];
+            snprintf(key, sizeof key, "pop:%s:%d", k == K_BFS ? "bf" : kind_key[k], u);
+            pm->usage[cl][k] += memory_usage(c, key);
+        }
+        free(ids);
+        if ((u + 1) % (C.users / 4 > 0 ? C.users / 4 : 1) == 0)
+            progress("population: %d/%d users loaded", u + 1, C.users);
+    }
+
+    /* 300 app ids for a 10-minute session: 15 pages of 20. */
+    uint64_t app[300];
+    for (int i = 0; i < 300; i++) {
+    again:
+        app[i] = 2700000 + rnd() % 400000;
+        for (int j = 0; j < i; j++)
+            if (app[j] == app[i])
+                goto again;
+    }
+    const int64_t session = 10 * 60 * 1000;
+    char nums[300][24];
+    for (int i = 0; i < 300; i++)
+        snprintf(nums[i], sizeof nums[i], "%llu", (unsigned long long)app[i]);
+    freeReplyObject(drv_cmd(c, "SEEN.RESERVE apps:seen NOW %lld WINDOW 10m IDS INT",
+                            (long long)(t_end - session + session / 15)));
+    if (C.bloom)
+        freeReplyObject(drv_cmd(c, "BF.RESERVE apps:bf 0.001 300"));
+    for (int pg = 0; pg < 15; pg++) {
+        long long ts = (long long)(t_end - session + session * (pg + 1) / 15);
+        char tsb[24];
+        snprintf(tsb, sizeof tsb, "%lld", ts);
+        for (int k = 0; k < NKINDS; k++) {
+            if (!kind_enabled(k) || k == K_SEEN_AT || k == K_BFS)
+                continue;
+            int i = 0;
+            static const char *cmd[NKINDS] = {"SEEN.INSERT", "", "SADD", "ZADD", "BF.MADD", ""};
+            char key[32];
+            snprintf(key, sizeof key, "apps:%s", kind_key[k]);
+            i = arg_s(&a, i, cmd[k]), i = arg_s(&a, i, key);
+            if (k == K_SEEN)
+                i = arg_s(&a, i, "NOW"), i = arg_s(&a, i, tsb), i = arg_s(&a, i, "ITEMS");
+            for (int j = pg * 20; j < pg * 20 + 20; j++) {
+                if (k == K_ZSET)
+                    i = arg_s(&a, i, tsb);
+                i = arg_s(&a, i, nums[j]);
+            }
+            pipe_argv(&p, i, a.argv, a.lens);
+        }
+    }
+    pipe_flush(&p);
+    for (int k = 0; k < NKINDS; k++) {
+        char key[32];
+        snprintf(key, sizeof key, "apps:%s", kind_key[k]);
+        apps[k] = kind_enabled(k) && k != K_SEEN_AT && k != K_BFS ? memory_usage(c, key) : 0;
+    }
+    argbuf_free(&a);
+}
+
+int main(int argc, char **argv)
+{
+    parse_args(argc, argv);
+    g_start = drv_now();
+    mkdir(C.out_dir, 0755);
+
+    machine mi;
+    load_average(mi.load_before, sizeof mi.load_before);
+
+    drv_server srv;
+    /* The server runs in its own directory: give it absolute paths. */
+    static char module_path[4096], bloom_path[4096];
+    if (realpath(C.module, module_path) == NULL)
+        drv_die("%s: %s (run make first)", C.module, strerror(errno));
+    if (C.bloom && realpath(C.bloom, bloom_path) == NULL)
+        drv_die("REDISBLOOM_MODULE=%s: %s", C.bloom, strerror(errno));
+    const char *modules[2] = {module_path, C.bloom ? bloom_path : NULL};
+    drv_server_start(&srv, C.redis_server, modules, 2, C.limit_s);
+    progress("redis-server on 127.0.0.1:%d (pid %d), modules: %s%s%s", srv.port, srv.pid, C.module,
+             C.bloom ? ", " : "; no RedisBloom (REDISBLOOM_MODULE unset): BF skipped",
+             C.bloom ? C.bloom : "");
+    redisContext *ctl = drv_connect(&srv), *lat = drv_connect(&srv);
+    machine_info(&mi, ctl);
+
+    /* Histories end one second before the server's clock: NOW may not be
+     * later than it. */
+    redisReply *t = drv_cmd(ctl, "TIME");
+    int64_t t_end = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000 - 1000;
+    freeReplyObject(t);
+
+    static hist_mem hm[MAX_HIST];
+    static pop_mem pm;
+    static fpr_row fr[MAX_HIST];
+    long long apps[NKINDS];
+    char *hist_ids[MAX_HIST];
+    load_all(ctl, hist_ids, t_end, hm, &pm, apps);
+    run_fpr(ctl, fr);
+    run_queries(&srv, ctl, lat, hist_ids, t_end + 60 * 1000);
+    cross x;
+    run_cross_check(&srv, ctl, hist_ids, &x);
+    run_adds(&srv, ctl, t_end);
+
+    load_average(mi.load_after, sizeof mi.load_after);
+    write_report(&mi, hm, &pm, apps, fr, &x, drv_now() - g_start);
+    redisFree(ctl);
+    redisFree(lat);
+    drv_server_stop();
+    for (int h = 0; h < C.nhist; h++)
+        free(hist_ids[h]);
+    progress("done: %s/latest.md", C.out_dir);
+    return 0;
+}

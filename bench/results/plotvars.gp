@@ -1,0 +1,4 @@
+# written by bench_redis for plot.gp
+nmem = 8
+nthr = 5
+batch = "10,000"

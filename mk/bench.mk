@@ -1,0 +1,28 @@
+# mk/bench.mk — the side-by-side Redis benchmark (bench/bench_redis.c).
+#
+#   make bench        full run (< 5 min): bench/results/latest.md and PNG plots
+#   make test-bench   smoke test (a few seconds): the program runs end to end
+#                     and writes a well-formed report; part of `make test`
+#
+# REDISBLOOM_MODULE=/path/to/redisbloom.so adds the BF columns.
+
+BENCH_SRC = bench/bench_redis.c bench/driver.c
+BENCH_OUT ?= bench/results
+
+.PHONY: bench test-bench
+
+# It links the core library to time the core alone on a twin of a key.
+$(BUILD)/bench/bench_redis: $(BENCH_SRC) bench/driver.h include/seen.h $(BUILD)/libseen.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(DEFS) -O2 -g -Iinclude $(BENCH_SRC) $(BUILD)/libseen.a -lhiredis -lm -o $@
+
+bench: $(BUILD)/seen.so $(BUILD)/bench/bench_redis
+	$(BUILD)/bench/bench_redis --out $(BENCH_OUT) --command "make bench"
+	gnuplot -e "dir='$(BENCH_OUT)'" bench/plot.gp
+
+test-bench: $(BUILD)/seen.so $(BUILD)/bench/bench_redis
+	@rm -rf $(BUILD)/bench-smoke
+	$(BUILD)/bench/bench_redis --quick --out $(BUILD)/bench-smoke --command "make test-bench"
+	bash bench/check_report.sh $(BUILD)/bench-smoke
+
+EXTRA_TESTS += test-bench
