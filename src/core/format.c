@@ -144,7 +144,16 @@ static void write_all(const seen_set *s, wbuf *w)
         for (uint32_t t = 0; t < r->nsegs; t++)
             put_u32(w, ids[t]);
         /* index, tags and codes are byte strings already (LE bit order) */
-        put(w, r->mem + (size_t)r->nsegs * 4, run_payload_bytes(r) - (size_t)r->nsegs * 4);
+        size_t rest = run_payload_bytes(r) - (size_t)r->nsegs * 4;
+        if (r->tail == NULL) {
+            put(w, r->mem + (size_t)r->nsegs * 4, rest);
+        } else {
+            /* Split in memory, one byte string here: the tail's first byte
+             * is the front's last code byte, whole. */
+            size_t tail_codes = (size_t)((r->code_bits + 7) / 8 - r->tail_bit / 8);
+            put(w, r->mem + (size_t)r->nsegs * 4, rest - tail_codes);
+            put(w, r->tail, tail_codes);
+        }
     }
 }
 
@@ -438,6 +447,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
         seen_err err = seen__run_validate(&s->runs[i]);
         if (err != SEEN_OK)
             return err;
+        seen__run_split(&s->runs[i]);
         mass += r.c > 1 ? (unsigned __int128)r.n * r.c : 0;
     }
     if (rb->pos != rb->len)

@@ -83,6 +83,8 @@ void *seen__realloc(void *ptr, size_t size);
 void seen__free(void *ptr);
 /* Bytes the allocator really holds for ptr (requested size if unknown). */
 size_t seen__alloc_size(void *ptr, size_t requested);
+/* The block jemalloc (Redis's allocator) hands out for a request. */
+size_t seen__alloc_class(size_t size);
 
 /* ------------------------------------------------------------ hashing */
 
@@ -236,12 +238,31 @@ typedef struct seen__run {
     uint8_t w_bits;      /* index field widths */
     uint8_t w_items;
     uint8_t *mem;        /* segment ids, index, tags, codes, padding */
+    /* A large run may keep the codes of its last buckets in a second block
+     * (see seen__run_split); tail[0] holds code bit tail_bit & ~7, and the
+     * buckets starting at or after tail_bit are read from it. */
+    uint8_t *tail;
+    uint64_t tail_bit;
 } seen__run;
 
 /* Zero bytes after a run's codes: 64-bit loads near the end stay inside. */
 #define SEEN_RUN_PAD 16u
+/* Bytes a run's split into two blocks must save (seen__run_split). */
+#define SEEN_SPLIT_MIN_GAIN 64u
 
+/* Bytes of a run held in one block (as encoded and as loaded). */
 size_t seen__run_mem_size(const seen__run *r);
+/* Bytes of r->mem and of r->tail as they are now. */
+size_t seen__run_front_bytes(const seen__run *r);
+size_t seen__run_tail_bytes(const seen__run *r);
+/* What the allocator really holds for the run. */
+size_t seen__run_alloc_bytes(const seen__run *r);
+/* Move the codes of the last buckets to a second block when the two blocks
+ * fit the allocator's size classes better than the one (best effort: on
+ * allocation failure the run stays whole). */
+void seen__run_split(seen__run *r);
+/* A deep copy of src, same layout. */
+seen_err seen__run_clone(seen__run *dst, const seen__run *src);
 const uint32_t *seen__run_segs(const seen__run *r);
 size_t seen__run_index_bytes(const seen__run *r);
 size_t seen__run_tag_bytes(const seen__run *r);

@@ -516,10 +516,112 @@ static inline void bucket_start(const seen__run *r, uint64_t sl_bits, uint64_t s
     *item = (uint64_t)((int64_t)on_line(sl_items, j) + r->idx_min_items + (int64_t)fi);
 }
 
+/* Where the codes of the bucket starting at bit pos are: in r->mem, or in
+ * the tail, whose byte 0 holds code bit *org. */
+static inline const uint8_t *bucket_codes(const seen__run *r, uint64_t pos, uint64_t *org)
+{
+    if (r->tail != NULL && pos >= r->tail_bit) {
+        *org = r->tail_bit & ~(uint64_t)7;
+        return r->tail;
+    }
+    *org = 0;
+    return r->mem + codes_offset(r);
+}
+
 void seen__run_release(seen__run *r)
 {
     seen__free(r->mem);
+    seen__free(r->tail);
     memset(r, 0, sizeof *r);
+}
+
+static size_t code_bytes(const seen__run *r) { return (size_t)((r->code_bits + 7) / 8); }
+
+size_t seen__run_front_bytes(const seen__run *r)
+{
+    if (r->tail == NULL)
+        return seen__run_mem_size(r);
+    return codes_offset(r) + (size_t)((r->tail_bit + 7) / 8) + SEEN_RUN_PAD;
+}
+
+size_t seen__run_tail_bytes(const seen__run *r)
+{
+    if (r->tail == NULL)
+        return 0;
+    return code_bytes(r) - (size_t)(r->tail_bit / 8) + SEEN_RUN_PAD;
+}
+
+size_t seen__run_alloc_bytes(const seen__run *r)
+{
+    return seen__alloc_size(r->mem, seen__run_front_bytes(r)) +
+           seen__alloc_size(r->tail, seen__run_tail_bytes(r));
+}
+
+void seen__run_split(seen__run *r)
+{
+    /* Allocators round a block up to a size class: jemalloc's are a quarter
+     * of a power of two apart, so a 12.5 KB run sits in a 14 KB block.  Cut
+     * at a bucket boundary, the front can nearly fill a class and the rest
+     * goes to a small block of its own.  Buckets never straddle the cut, so
+     * readers only pick which block a bucket starts in. */
+    if (r->tail != NULL || r->nbuckets < 2)
+        return;
+    const size_t whole = seen__run_mem_size(r), off = codes_offset(r), bytes = code_bytes(r);
+    size_t best = seen__alloc_class(whole);
+    uint64_t best_bit = 0;
+    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
+    for (uint32_t j = 1; j < r->nbuckets; j++) {
+        uint64_t bit, item;
+        bucket_start(r, sl_bits, sl_items, j, &bit, &item);
+        if (bit == 0 || bit >= r->code_bits)
+            continue;
+        size_t front = off + (size_t)((bit + 7) / 8) + SEEN_RUN_PAD;
+        size_t tail = bytes - (size_t)(bit / 8) + SEEN_RUN_PAD;
+        /* A second block must pay for its extra pointer chase. */
+        size_t cost = seen__alloc_class(front) + seen__alloc_class(tail) + SEEN_SPLIT_MIN_GAIN;
+        if (cost < best) {
+            best = cost;
+            best_bit = bit;
+        }
+    }
+    if (best_bit == 0)
+        return;
+    uint8_t *codes = r->mem + off;
+    size_t from = (size_t)(best_bit / 8), tail_bytes = bytes - from + SEEN_RUN_PAD;
+    uint8_t *tail = seen__malloc(tail_bytes);
+    if (tail == NULL)
+        return;
+    memcpy(tail, codes + from, bytes - from);
+    memset(tail + (bytes - from), 0, SEEN_RUN_PAD);
+    /* The front ends like a whole run: zero bits after its last code. */
+    size_t front_codes = (size_t)((best_bit + 7) / 8);
+    if (best_bit & 7)
+        codes[from] &= (uint8_t)((1u << (best_bit & 7)) - 1);
+    memset(codes + front_codes, 0, SEEN_RUN_PAD);
+    uint8_t *m = seen__realloc(r->mem, off + front_codes + SEEN_RUN_PAD);
+    if (m != NULL)
+        r->mem = m; /* a failed shrink leaves the larger block, still valid */
+    r->tail = tail;
+    r->tail_bit = best_bit;
+}
+
+seen_err seen__run_clone(seen__run *dst, const seen__run *src)
+{
+    size_t fb = seen__run_front_bytes(src), tb = seen__run_tail_bytes(src);
+    uint8_t *m = seen__malloc(fb);
+    uint8_t *t = src->tail ? seen__malloc(tb) : NULL;
+    if (m == NULL || (src->tail && t == NULL)) {
+        seen__free(m);
+        seen__free(t);
+        return SEEN_ERR_NOMEM;
+    }
+    memcpy(m, src->mem, fb);
+    if (t)
+        memcpy(t, src->tail, tb);
+    *dst = *src;
+    dst->mem = m;
+    dst->tail = t;
+    return SEEN_OK;
 }
 
 seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
@@ -638,6 +740,7 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
     memcpy(r.mem + codes_offset(&r), w.buf, (size_t)((r.code_bits + 7) / 8));
     seen__free(offs);
     seen__free(w.buf);
+    seen__run_split(&r);
     *out = r;
     return SEEN_OK;
 }
@@ -646,7 +749,6 @@ void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags)
 {
     seen__golomb g;
     seen__golomb_init(&g, r->golomb_m);
-    const uint8_t *codes = r->mem + codes_offset(r);
     uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
     size_t k = 0;
     uint64_t pos, end, it;
@@ -656,7 +758,9 @@ void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags)
         if (pos == end)
             continue;
         reader rd;
-        reader_init(&rd, codes, pos);
+        uint64_t org;
+        const uint8_t *codes = bucket_codes(r, pos, &org);
+        reader_init(&rd, codes, pos - org);
         unsigned used = 0;
         uint64_t left = end - pos;
         uint64_t v = r->base + (uint64_t)j * r->bucket_w + reader_golomb(&rd, &g, &used);
@@ -752,7 +856,6 @@ seen_err seen__run_validate(const seen__run *r)
 
     seen__golomb g;
     seen__golomb_init(&g, r->golomb_m);
-    const uint8_t *codes = r->mem + codes_offset(r);
     uint64_t count = 0, last = 0;
     bool any = false;
     for (uint32_t j = 0; j < r->nbuckets; j++) {
@@ -763,7 +866,10 @@ seen_err seen__run_validate(const seen__run *r)
         if (j > 0 && (r->bucket_w == 0 || (uint64_t)j > r->span / r->bucket_w) && pos != end)
             return CORRUPT;
         bool first = true;
-        uint64_t v = 0, in_bucket = 0;
+        uint64_t v = 0, in_bucket = 0, org = 0;
+        const uint8_t *codes = pos < end ? bucket_codes(r, pos, &org) : NULL;
+        pos -= org;
+        end -= org;
         while (pos < end) {
             uint64_t gap;
             if (!golomb_get_checked(codes, &pos, end, &g, &gap))
@@ -877,14 +983,17 @@ static bool cursor_fill(seen__cursor *cur, uint32_t j)
     reader ra, rb;
     unsigned used;
     uint64_t xa = 0, xb, k = 0;
+    uint64_t org;
     if (na) {
-        reader_init(&ra, cur->codes, pa);
+        const uint8_t *codes = bucket_codes(r, pa, &org);
+        reader_init(&ra, codes, pa - org);
         xa = r->base + (uint64_t)j * r->bucket_w + reader_golomb(&ra, &g, &used);
         cur->buf[0] = xa;
         k = 1;
     }
     if (two) {
-        reader_init(&rb, cur->codes, pb);
+        const uint8_t *codes = bucket_codes(r, pb, &org);
+        reader_init(&rb, codes, pb - org);
         xb = r->base + (uint64_t)(j + 1) * r->bucket_w + reader_golomb(&rb, &g, &used);
         cur->buf2[0] = xb;
         uint64_t i = 1;
@@ -940,6 +1049,10 @@ int seen__cursor_find(seen__cursor *cur, uint64_t v)
         cur->have_cur = false;
         if (cur->pos == cur->end)
             return -1;
+        uint64_t org;
+        cur->codes = bucket_codes(r, cur->pos, &org);
+        cur->pos -= org; /* positions from here on are within cur->codes */
+        cur->end -= org;
         cur->cur = r->base + (uint64_t)j * r->bucket_w + golomb_get(cur->codes, &cur->pos, &cur->g);
         cur->item = first_item;
         cur->have_cur = true;
@@ -1002,7 +1115,9 @@ static void probe_start(probe *p, const seen__run *r, uint64_t v)
     if (pos == end)
         return;
     seen__golomb_init(&p->g, r->golomb_m);
-    reader_init(&p->rd, r->mem + codes_offset(r), pos);
+    uint64_t org;
+    const uint8_t *codes = bucket_codes(r, pos, &org);
+    reader_init(&p->rd, codes, pos - org);
     unsigned used;
     p->x = r->base + (uint64_t)j * r->bucket_w + reader_golomb(&p->rd, &p->g, &used);
     p->left = end - pos - used;

@@ -236,13 +236,8 @@ seen_err seen_copy(const seen_set *s, seen_set **out)
         if (c->runs == NULL)
             goto fail;
         for (uint32_t i = 0; i < s->nruns; i++) {
-            size_t sz = seen__run_mem_size(&s->runs[i]);
-            uint8_t *m = seen__malloc(sz);
-            if (m == NULL)
+            if (seen__run_clone(&c->runs[i], &s->runs[i]) != SEEN_OK)
                 goto fail;
-            memcpy(m, s->runs[i].mem, sz);
-            c->runs[i] = s->runs[i];
-            c->runs[i].mem = m;
             c->nruns = i + 1;
         }
     }
@@ -1667,17 +1662,13 @@ static seen_err next_renumber(const seen_set *s, next_state *ns)
         return SEEN_ERR_NOMEM;
     }
     for (uint32_t i = 0; i < s->nruns; i++) {
-        size_t sz = seen__run_mem_size(&s->runs[i]);
-        runs[i] = s->runs[i];
-        runs[i].mem = seen__malloc(sz);
-        if (runs[i].mem == NULL) {
+        if (seen__run_clone(&runs[i], &s->runs[i]) != SEEN_OK) {
             for (uint32_t j = 0; j < i; j++)
-                seen__free(runs[j].mem);
+                seen__run_release(&runs[j]);
             seen__free(runs);
             seen__free(hk);
             return SEEN_ERR_NOMEM;
         }
-        memcpy(runs[i].mem, s->runs[i].mem, sz);
         uint32_t *ids = (uint32_t *)(void *)runs[i].mem;
         for (uint32_t t = 0; t < runs[i].nsegs; t++)
             ids[t] = (uint32_t)seg_find(ns->segs, ns->nsegs, ids[t]);
@@ -2106,7 +2097,7 @@ size_t seen_bytes(const seen_set *s)
     b += seen__alloc_size(s->runs, s->nruns * sizeof *s->runs);
     b += seen__alloc_size(s->head_keys, (size_t)s->head_cap * (sizeof(uint64_t) + sizeof(uint32_t)));
     for (uint32_t i = 0; i < s->nruns; i++)
-        b += seen__alloc_size(s->runs[i].mem, seen__run_mem_size(&s->runs[i]));
+        b += seen__run_alloc_bytes(&s->runs[i]);
     return b;
 }
 
@@ -2190,7 +2181,7 @@ size_t seen_runs(const seen_set *s, seen_run_info *out, size_t cap)
     for (uint32_t i = 0; i < s->nruns; i++) {
         const seen__run *r = &s->runs[i];
         if (out && k < cap) {
-            size_t bytes = seen__run_mem_size(r);
+            size_t bytes = seen__run_front_bytes(r) + seen__run_tail_bytes(r);
             bool collide = r->c > 1 || s->policy.ids == SEEN_IDS_STR;
             out[k] = (seen_run_info){r->c > 1 ? SEEN_ENC_COMPACT : SEEN_ENC_EXACT, r->n, bytes,
                                      (double)bytes * 8.0 / (double)r->n,

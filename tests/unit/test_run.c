@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <cmocka.h>
@@ -64,7 +65,9 @@ static size_t make_values(rng *r, int shape, size_t n, uint64_t *v)
     return u;
 }
 
-static void check_run(rng *r, int shape, size_t n, uint32_t nsegs)
+/* Encodes, decodes, looks up, clones and corrupts one run; true if the run
+ * was stored in two blocks. */
+static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs)
 {
     uint64_t *v = malloc((n + 1) * sizeof *v);
     uint16_t *t = malloc((n + 1) * sizeof *t);
@@ -107,25 +110,52 @@ static void check_run(rng *r, int shape, size_t n, uint32_t nsegs)
         if (v[i] != UINT64_MAX)
             assert_int_equal(tags[1], next_present ? t[i + 1] : -1);
     }
-    /* Corrupted copies must be rejected or at least decode safely. */
-    size_t sz = seen__run_mem_size(&run);
-    uint8_t *orig = run.mem;
-    uint8_t *bad = malloc(sz);
+    /* A split run is split only where two blocks cost less than one. */
+    bool split = run.tail != NULL;
+    if (split) {
+        size_t whole = seen__run_mem_size(&run);
+        assert_true(seen__run_front_bytes(&run) + seen__run_tail_bytes(&run) <
+                    whole + 2 * SEEN_RUN_PAD);
+        assert_true(seen__alloc_class(seen__run_front_bytes(&run)) +
+                        seen__alloc_class(seen__run_tail_bytes(&run)) + SEEN_SPLIT_MIN_GAIN <=
+                    seen__alloc_class(whole));
+    }
+    /* A clone holds the same values in the same layout. */
+    seen__run copy;
+    assert_int_equal(seen__run_clone(&copy, &run), SEEN_OK);
+    assert_true((copy.tail != NULL) == split);
+    memset(dv, 0, n * sizeof *dv);
+    seen__run_decode(&copy, dv, dt);
+    assert_memory_equal(dv, v, n * sizeof *v);
+    assert_memory_equal(dt, t, n * sizeof *t);
+    seen__run_release(&copy);
+
+    /* Corrupted copies (either block) must be rejected or decode safely. */
+    size_t front = seen__run_front_bytes(&run), tail = seen__run_tail_bytes(&run);
+    uint8_t *orig = run.mem, *orig_tail = run.tail;
+    uint8_t *bad = malloc(front), *bad_tail = tail ? malloc(tail) : NULL;
     for (int k = 0; k < 40; k++) {
-        memcpy(bad, orig, sz);
-        size_t at = (size_t)rng_below(r, sz - SEEN_RUN_PAD);
-        bad[at] ^= (uint8_t)(1u << rng_below(r, 8));
+        memcpy(bad, orig, front);
+        if (tail)
+            memcpy(bad_tail, orig_tail, tail);
+        bool in_tail = tail && rng_below(r, 2);
+        size_t at = (size_t)rng_below(r, (in_tail ? tail : front) - SEEN_RUN_PAD);
+        (in_tail ? bad_tail : bad)[at] ^= (uint8_t)(1u << rng_below(r, 8));
         run.mem = bad;
+        run.tail = bad_tail;
         if (seen__run_validate(&run) == SEEN_OK)
             seen__run_decode(&run, dv, dt); /* accepted: must be well-formed */
     }
     run.mem = orig;
+    run.tail = orig_tail;
     free(bad);
+    free(bad_tail);
     seen__run_release(&run);
     free(v);
     free(t);
     free(dv);
     free(dt);
+    return split;
 }
 
 static void test_runs(void **state)
@@ -137,6 +167,13 @@ static void test_runs(void **state)
     for (int shape = 0; shape < 5; shape++)
         for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
             check_run(&r, shape, sizes[i], segs[(shape + i) % 5]);
+    /* Large runs at many sizes put the cut between two blocks at many
+     * places; most of them are worth splitting. */
+    int splits = 0, tried = 0;
+    for (size_t n = 1500; n < 60000; n += 1500 + rng_below(&r, 1500), tried++)
+        splits += check_run(&r, tried % 2 ? 4 : 0, n, 1 + (uint32_t)rng_below(&r, 4));
+    fprintf(stderr, "[stat] runs: %d of %d large runs split\n", splits, tried);
+    assert_true(splits * 2 > tried);
 }
 
 static void test_sort(void **state)

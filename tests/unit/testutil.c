@@ -5,6 +5,8 @@
  */
 #include "testutil.h"
 
+#include "internal.h" /* seen__alloc_class */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +97,49 @@ static void t_free(void *p)
 void alloc_install(void)
 {
     static const seen_allocator a = {t_malloc, t_realloc, t_free, NULL};
+    seen_set_allocator(&a);
+}
+
+/* Size-class accounting: each block remembers its request in a header, and
+ * reports the size jemalloc would have handed out, as under Redis. */
+#define CLASS_HEADER 16u
+
+static void *c_malloc(size_t n)
+{
+    uint8_t *p = malloc(n + CLASS_HEADER);
+    if (p == NULL)
+        return NULL;
+    memcpy(p, &n, sizeof n);
+    return p + CLASS_HEADER;
+}
+
+static void *c_realloc(void *ptr, size_t n)
+{
+    if (ptr == NULL)
+        return c_malloc(n);
+    uint8_t *p = realloc((uint8_t *)ptr - CLASS_HEADER, n + CLASS_HEADER);
+    if (p == NULL)
+        return NULL;
+    memcpy(p, &n, sizeof n);
+    return p + CLASS_HEADER;
+}
+
+static void c_free(void *ptr)
+{
+    if (ptr)
+        free((uint8_t *)ptr - CLASS_HEADER);
+}
+
+static size_t c_usable(void *ptr)
+{
+    size_t n;
+    memcpy(&n, (uint8_t *)ptr - CLASS_HEADER, sizeof n);
+    return seen__alloc_class(n);
+}
+
+void alloc_install_classes(void)
+{
+    static const seen_allocator a = {c_malloc, c_realloc, c_free, c_usable};
     seen_set_allocator(&a);
 }
 

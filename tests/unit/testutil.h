@@ -47,6 +47,9 @@ typedef struct alloc_stats {
 extern alloc_stats g_alloc;
 void alloc_install(void);
 void alloc_reset(long fail_after);
+/* An allocator that accounts blocks in jemalloc's size classes (the bytes
+ * Redis reports); seen_set_allocator(NULL) undoes either. */
+void alloc_install_classes(void);
 
 /* ---- the reference model ---- */
 
