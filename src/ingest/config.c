@@ -17,7 +17,7 @@ enum opt_type { OPT_STR, OPT_INT, OPT_SIZE, OPT_DURATION, OPT_FLAG, OPT_KAFKA };
 struct option_def {
     const char *name;
     enum opt_type type;
-    size_t offset; /* in struct config */
+    size_t offset; /* in struct config, or NO_FIELD */
     int64_t min, max;
     const char *metavar, *help;
     unsigned section; /* which part of --help */
@@ -26,9 +26,11 @@ struct option_def {
 enum { SEC_COMMON = 1, SEC_RUN = 2, SEC_KAFKA = 4, SEC_STREAM = 8, SEC_MIGRATE = 16 };
 
 #define OFF(field) offsetof(struct config, field)
+#define NO_FIELD SIZE_MAX /* handled by name */
 #define BIG (INT64_C(1) << 50)
 static const struct option_def options[] = {
-    {"config", OPT_STR, 0, 0, 0, "FILE", "read options from FILE (name = value lines)", SEC_COMMON},
+    {"config", OPT_STR, NO_FIELD, 0, 0, "FILE", "read options from FILE (name = value lines)",
+     SEC_COMMON},
     {"redis", OPT_STR, OFF(redis), 0, 0, "HOST:PORT",
      "the Redis to write to, or any node of a Cluster (default 127.0.0.1:6379)", SEC_COMMON},
     {"cluster", OPT_FLAG, OFF(cluster), 0, 1, NULL,
@@ -56,8 +58,8 @@ static const struct option_def options[] = {
      "statistics as a text line or a JSON object (default text)", SEC_COMMON},
     {"stats-file", OPT_STR, OFF(stats_file), 0, 0, "FILE",
      "append statistics to FILE instead of standard error", SEC_COMMON},
-    {"verbose", OPT_FLAG, 0, 0, 1, NULL, "log debugging detail", SEC_COMMON},
-    {"quiet", OPT_FLAG, 0, 0, 1, NULL, "log only warnings and errors", SEC_COMMON},
+    {"verbose", OPT_FLAG, NO_FIELD, 0, 1, NULL, "log debugging detail", SEC_COMMON},
+    {"quiet", OPT_FLAG, NO_FIELD, 0, 1, NULL, "log only warnings and errors", SEC_COMMON},
 
     {"source", OPT_STR, OFF(source), 0, 0, "kafka|stream", "where events come from (required)",
      SEC_RUN},
@@ -79,7 +81,7 @@ static const struct option_def options[] = {
      "on SIGTERM, how long to keep trying to write and commit (default 30s)", SEC_RUN},
     {"brokers", OPT_STR, OFF(brokers), 0, 0, "LIST", "Kafka bootstrap servers", SEC_KAFKA},
     {"topic", OPT_STR, OFF(topics), 0, 0, "LIST", "Kafka topics, comma-separated", SEC_KAFKA},
-    {"kafka", OPT_KAFKA, 0, 0, 0, "NAME=VALUE",
+    {"kafka", OPT_KAFKA, NO_FIELD, 0, 0, "NAME=VALUE",
      "a librdkafka property (repeatable; in the file: kafka.NAME = VALUE)", SEC_KAFKA},
     {"stream", OPT_STR, OFF(streams), 0, 0, "LIST", "stream keys, comma-separated", SEC_STREAM},
     {"stream-redis", OPT_STR, OFF(stream_redis), 0, 0, "HOST:PORT",
@@ -261,6 +263,7 @@ static void set_option(struct config *cfg, const struct option_def *o, const cha
             set_choice(cfg, o->name, value, where);
             return;
         }
+        free(*(char **)(base + o->offset));
         *(char **)(base + o->offset) = xstrdup(value);
         return;
     case OPT_INT:
@@ -344,13 +347,31 @@ static void read_config_file(struct config *cfg, const char *path)
     fclose(f);
 }
 
+/* String options hold their own copies, so config_free can free them all. */
+static bool is_string_option(const struct option_def *o)
+{
+    return o->type == OPT_STR && o->offset != NO_FIELD && strcmp(o->name, "source") &&
+           strcmp(o->name, "ts-unit") && strcmp(o->name, "score-unit") &&
+           strcmp(o->name, "missing-ts") && strcmp(o->name, "stats-format");
+}
+
+void config_free(struct config *cfg)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (is_string_option(&options[i]))
+            free(*(char **)((char *)cfg + options[i].offset));
+    for (int i = 0; i < cfg->n_kafka_props; i++)
+        free(cfg->kafka_props[i]);
+}
+
 static void set_defaults(struct config *cfg)
 {
-    static char hostname[256];
+    char hostname[256];
     if (gethostname(hostname, sizeof hostname) != 0 || !hostname[0])
         strcpy(hostname, "seen-ingest");
     hostname[sizeof hostname - 1] = '\0';
     *cfg = (struct config){
+        /* literals here, copied below */
         .redis = "127.0.0.1:6379",
         .redis_timeout_ms = 5000,
         .key_template = "seen:{%user}",
@@ -375,6 +396,11 @@ static void set_defaults(struct config *cfg)
         .scan_count = 500,
         .progress_interval_ms = 5000,
     };
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        char **field = (char **)((char *)cfg + options[i].offset);
+        if (is_string_option(&options[i]) && *field)
+            *field = xstrdup(*field);
+    }
 }
 
 static void validate(struct config *cfg, enum command cmd)

@@ -107,6 +107,7 @@ enum command { CMD_RUN, CMD_MIGRATE };
 /* Parses argv (and the --config file); exits with EXIT_USAGE on errors,
  * naming the offending option. */
 void config_load(struct config *cfg, enum command *cmd, int argc, char **argv);
+void config_free(struct config *cfg);
 /* Splits "host:port"; false on bad syntax. */
 bool parse_host_port(const char *s, char *host, size_t hostlen, int *port);
 

@@ -32,5 +32,7 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN); /* a dropped Redis connection is an error return */
 
-    return cmd == CMD_MIGRATE ? run_migrate(&cfg) : run_ingest(&cfg);
+    int status = cmd == CMD_MIGRATE ? run_migrate(&cfg) : run_ingest(&cfg);
+    config_free(&cfg);
+    return status;
 }

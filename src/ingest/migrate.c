@@ -170,7 +170,7 @@ static bool load_state(struct migration *m)
             log_msg(LOG_ERROR, "--state %s is for --legacy-pattern %s", path, value);
             ok = false;
         } else if (!strcmp(name, "cursor") && number) {
-            snprintf(p->cursor, sizeof p->cursor, "%s", value);
+            snprintf(p->cursor, sizeof p->cursor, "%" PRIu64, v);
         } else if (!strcmp(name, "keys_scanned")) {
             p->keys_scanned = v;
         } else if (!strcmp(name, "keys_migrated")) {
