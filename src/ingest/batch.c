@@ -296,14 +296,14 @@ static void plan_groups(struct flush_state *fs, int64_t granularity, size_t bulk
 /* A failed command: WRONGTYPE fails every item alike; other refusals are
  * about some item, so its items are tried one by one to find which. */
 static void report_failures(struct flush_state *fs, struct rcmd *cmd, const struct group *g,
-                            int64_t give_up_at, bool *complete)
+                            bool *complete)
 {
     bool whole_key = strncmp(cmd->error, "WRONGTYPE", 9) == 0;
     if (g->count > 1 && !whole_key) {
         struct rcmd *singles = xmalloc(g->count * sizeof *singles);
         for (size_t i = 0; i < g->count; i++)
             build_command(fs, g, g->first + i, 1, false, &singles[i]);
-        if (!redis_exec(fs->w->target, singles, g->count, give_up_at))
+        if (!redis_exec(fs->w->target, singles, g->count))
             *complete = false;
         for (size_t i = 0; i < g->count; i++) {
             if (singles[i].state == RCMD_DONE) {
@@ -313,7 +313,7 @@ static void report_failures(struct flush_state *fs, struct rcmd *cmd, const stru
                 struct group one = *g;
                 one.first = g->first + i;
                 one.count = 1;
-                report_failures(fs, &singles[i], &one, give_up_at, complete);
+                report_failures(fs, &singles[i], &one, complete);
             }
         }
         free_commands(singles, g->count);
@@ -331,7 +331,7 @@ static void report_failures(struct flush_state *fs, struct rcmd *cmd, const stru
     }
 }
 
-bool writer_flush(struct writer *w, struct batch *b, int64_t give_up_at)
+bool writer_flush(struct writer *w, struct batch *b)
 {
     if (b->n == 0)
         return true;
@@ -341,13 +341,13 @@ bool writer_flush(struct writer *w, struct batch *b, int64_t give_up_at)
     for (size_t gi = 0; gi < fs.n_groups; gi++)
         build_command(&fs, &fs.groups[gi], fs.groups[gi].first, fs.groups[gi].count,
                       fs.groups[gi].bulk, &cmds[gi]);
-    bool complete = redis_exec(w->target, cmds, fs.n_groups, give_up_at);
+    bool complete = redis_exec(w->target, cmds, fs.n_groups);
     for (size_t gi = 0; gi < fs.n_groups && complete; gi++) {
         if (cmds[gi].state == RCMD_DONE) {
             stats.commands++;
             stats.items_new += (uint64_t)cmds[gi].integer;
         } else if (cmds[gi].state == RCMD_FAILED) {
-            report_failures(&fs, &cmds[gi], &fs.groups[gi], give_up_at, &complete);
+            report_failures(&fs, &cmds[gi], &fs.groups[gi], &complete);
         }
     }
     free_commands(cmds, fs.n_groups);

@@ -50,6 +50,14 @@ void buf_json_string(struct buf *b, const char *s, size_t n);
 
 /* Set by SIGTERM/SIGINT: finish the batch, commit, exit. */
 extern volatile sig_atomic_t stop_requested;
+/* How long retries go on after a stop request (--shutdown-timeout). */
+extern int64_t shutdown_timeout_ms;
+/* True once a stop was requested longer than shutdown_timeout_ms ago:
+ * every retry loop then gives up, leaving its work uncommitted. */
+bool giving_up(void);
+/* Called while a retry loop waits, so statistics keep coming during an
+ * outage; NULL for none. */
+extern void (*while_waiting)(void);
 
 /* -------------------------------------------------------------- options */
 enum source_kind { SOURCE_NONE, SOURCE_KAFKA, SOURCE_STREAM };
@@ -221,9 +229,8 @@ void redis_node_close(struct redis_node *node);
 /* Sends every pending command to the master of its slot (or the only
  * server), pipelined per node, following MOVED and ASK, retrying transient
  * failures with backoff until each command is done or failed permanently.
- * Gives up (returns false) only once `give_up_at` (mono_ms) has passed
- * while stop_requested is set; 0 means never give up. */
-bool redis_exec(struct redis_target *t, struct rcmd *cmds, size_t n, int64_t give_up_at);
+ * Gives up (returns false) only when giving_up() says so. */
+bool redis_exec(struct redis_target *t, struct rcmd *cmds, size_t n);
 /* True for an error reply that retrying cannot fix. */
 bool redis_error_is_permanent(const char *msg);
 
@@ -294,7 +301,7 @@ void writer_free(struct writer *w);
 /* Writes the batch (grouped per key and timestamp bucket) and returns true
  * when Redis acknowledged all of it (items refused permanently are reported
  * to on_failure and count as done).  False only when giving up at shutdown. */
-bool writer_flush(struct writer *w, struct batch *b, int64_t give_up_at);
+bool writer_flush(struct writer *w, struct batch *b);
 
 /* --------------------------------------------------------------- sources */
 struct source;
@@ -325,8 +332,8 @@ struct source_ops {
     /* Makes everything read so far durable at the source: dead letters
      * written, offsets committed / entries acknowledged.  Called only after
      * the batch holding those events was written.  False only when giving
-     * up at shutdown (give_up_at, as for redis_exec). */
-    bool (*commit)(struct source *s, int64_t give_up_at);
+     * up at shutdown (giving_up()). */
+    bool (*commit)(struct source *s);
     int64_t (*lag)(struct source *s); /* -1 when unknown */
     void (*close)(struct source *s);
 };

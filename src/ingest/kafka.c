@@ -166,7 +166,7 @@ static void kafka_dead_letter(struct source *s, const char *origin, const char *
 }
 
 /* Produces the pending dead letters until every one is delivered. */
-static bool deliver_dead_letters(struct kafka_source *k, int64_t give_up_at)
+static bool deliver_dead_letters(struct kafka_source *k)
 {
     for (int64_t backoff = 100;; backoff = backoff < 2000 ? 2 * backoff : 2000) {
         size_t left = 0;
@@ -196,7 +196,7 @@ static bool deliver_dead_letters(struct kafka_source *k, int64_t give_up_at)
             all = k->dead.items[i].delivered;
         if (all)
             continue; /* counted and cleared at the top */
-        if (stop_requested && give_up_at && mono_ms() >= give_up_at)
+        if (giving_up())
             return false;
         sleep_ms(backoff);
     }
@@ -211,10 +211,10 @@ static bool is_retriable_commit_error(rd_kafka_resp_err_t err)
            err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__TIMED_OUT;
 }
 
-static bool kafka_commit(struct source *s, int64_t give_up_at)
+static bool kafka_commit(struct source *s)
 {
     struct kafka_source *k = (struct kafka_source *)s;
-    if (k->producer && k->dead.n && !deliver_dead_letters(k, give_up_at))
+    if (k->producer && k->dead.n && !deliver_dead_letters(k))
         return false;
     if (k->positions->cnt == 0)
         return true;

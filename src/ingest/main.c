@@ -21,6 +21,7 @@ int main(int argc, char **argv)
     struct config cfg;
     enum command cmd;
     config_load(&cfg, &cmd, argc, argv);
+    shutdown_timeout_ms = cfg.shutdown_timeout_ms;
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
 
     /* No SA_RESTART: a blocked read returns early so the loop sees the stop. */

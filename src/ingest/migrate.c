@@ -238,7 +238,7 @@ static bool flush_if_full(struct migration *m)
     const struct config *cfg = m->cfg;
     if ((int64_t)m->batch.n < cfg->batch_events && (int64_t)m->batch.arena.len < cfg->batch_bytes)
         return true;
-    return writer_flush(&m->writer, &m->batch, mono_ms() + 1) && (batch_clear(&m->batch), true);
+    return writer_flush(&m->writer, &m->batch) && (batch_clear(&m->batch), true);
 }
 
 static bool score_time(double score, int64_t scale, int64_t *ts)
@@ -347,7 +347,7 @@ static bool migrate_page(struct migration *m, const redisReply *keys)
     }
     free(types);
     /* The page counts as done only once all of it is in Redis. */
-    if (ok && !writer_flush(&m->writer, &m->batch, mono_ms() + 1))
+    if (ok && !writer_flush(&m->writer, &m->batch))
         ok = false;
     batch_clear(&m->batch);
     if (ok)
@@ -397,44 +397,49 @@ static int migrate_loop(struct migration *m)
     return status;
 }
 
+/* Everything a migration needs, checked before any key is touched. */
+static bool migration_open(struct migration *m, const struct config *cfg)
+{
+    char err[512];
+    if (!tmpl_compile(&m->legacy, cfg->legacy_pattern, err, sizeof err)) {
+        log_msg(LOG_ERROR, "--legacy-pattern: %s", err);
+        return false;
+    }
+    if (!tmpl_compile(&m->key, cfg->key_template, err, sizeof err)) {
+        log_msg(LOG_ERROR, "--key-template: %s", err);
+        return false;
+    }
+    for (size_t i = 0; i < m->key.n; i++)
+        if (m->key.parts[i].is_field && !tmpl_uses(&m->legacy, m->key.parts[i].text)) {
+            log_msg(LOG_ERROR, "--key-template: field %%%s is not captured by --legacy-pattern",
+                    m->key.parts[i].text);
+            return false;
+        }
+    uint64_t at = 0;
+    m->set_ts = parse_uint64(cfg->set_ts, strlen(cfg->set_ts), &at) ? (int64_t)at : now_ms();
+    /* Both addresses were checked by config_load. */
+    redis_target_init(&m->from, cfg->from ? cfg->from : cfg->redis, false,
+                      (int)cfg->redis_timeout_ms);
+    redis_target_init(&m->to, cfg->redis, cfg->cluster, (int)cfg->redis_timeout_ms);
+    if (!writer_init(&m->writer, &m->to, cfg, err, sizeof err)) {
+        log_msg(LOG_ERROR, "--policy: %s", err);
+        return false;
+    }
+    return load_state(m);
+}
+
 int run_migrate(const struct config *cfg)
 {
     struct migration m = {.cfg = cfg};
-    char err[512];
-    if (!tmpl_compile(&m.legacy, cfg->legacy_pattern, err, sizeof err)) {
-        log_msg(LOG_ERROR, "--legacy-pattern: %s", err);
-        return EXIT_USAGE;
+    int status = EXIT_USAGE;
+    if (migration_open(&m, cfg)) {
+        m.started_ms = m.last_report_ms = mono_ms();
+        m.items_at_start = m.progress.items;
+        status = m.progress.done ? EXIT_OK : migrate_loop(&m);
+        if (status == EXIT_OK && m.progress.done)
+            log_msg(LOG_INFO, "migration complete");
+        report(&m, true);
     }
-    if (!tmpl_compile(&m.key, cfg->key_template, err, sizeof err)) {
-        log_msg(LOG_ERROR, "--key-template: %s", err);
-        return EXIT_USAGE;
-    }
-    for (size_t i = 0; i < m.key.n; i++)
-        if (m.key.parts[i].is_field && !tmpl_uses(&m.legacy, m.key.parts[i].text)) {
-            log_msg(LOG_ERROR, "--key-template: field %%%s is not captured by --legacy-pattern",
-                    m.key.parts[i].text);
-            return EXIT_USAGE;
-        }
-    uint64_t at = 0;
-    m.set_ts = parse_uint64(cfg->set_ts, strlen(cfg->set_ts), &at) ? (int64_t)at : now_ms();
-    const char *from = cfg->from ? cfg->from : cfg->redis;
-    if (!redis_target_init(&m.from, from, false, (int)cfg->redis_timeout_ms) ||
-        !redis_target_init(&m.to, cfg->redis, cfg->cluster, (int)cfg->redis_timeout_ms)) {
-        log_msg(LOG_ERROR, "--from/--redis: bad address");
-        return EXIT_USAGE;
-    }
-    if (!writer_init(&m.writer, &m.to, cfg, err, sizeof err)) {
-        log_msg(LOG_ERROR, "--policy: %s", err);
-        return EXIT_USAGE;
-    }
-    if (!load_state(&m))
-        return EXIT_USAGE;
-    m.started_ms = m.last_report_ms = mono_ms();
-    m.items_at_start = m.progress.items;
-    int status = m.progress.done ? EXIT_OK : migrate_loop(&m);
-    if (status == EXIT_OK && m.progress.done)
-        log_msg(LOG_INFO, "migration complete");
-    report(&m, true);
     writer_free(&m.writer);
     batch_free(&m.batch);
     buf_free(&m.new_key);

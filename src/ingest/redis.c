@@ -361,7 +361,7 @@ static void run_round(struct redis_target *t, struct rcmd *cmds, size_t n, int *
     free(use);
 }
 
-bool redis_exec(struct redis_target *t, struct rcmd *cmds, size_t n, int64_t give_up_at)
+bool redis_exec(struct redis_target *t, struct rcmd *cmds, size_t n)
 {
     int *route = xmalloc(n * sizeof *route);
     for (;;) {
@@ -383,7 +383,7 @@ bool redis_exec(struct redis_target *t, struct rcmd *cmds, size_t n, int64_t giv
         if (round.reload_slots && t->cluster)
             t->slots_known = false;
         if (round.backoff) {
-            if (stop_requested && give_up_at && mono_ms() >= give_up_at) {
+            if (giving_up()) {
                 free(route);
                 return false;
             }
@@ -391,6 +391,8 @@ bool redis_exec(struct redis_target *t, struct rcmd *cmds, size_t n, int64_t giv
             t->backoff_ms = t->backoff_ms ? t->backoff_ms * 2 : BACKOFF_MIN_MS;
             if (t->backoff_ms > BACKOFF_MAX_MS)
                 t->backoff_ms = BACKOFF_MAX_MS;
+            if (while_waiting)
+                while_waiting();
             sleep_ms(t->backoff_ms);
         }
     }

@@ -88,18 +88,17 @@ struct runner {
     struct source *source;
     int64_t pending_since; /* mono_ms of the first uncommitted read, 0 if none */
     uint64_t pending_messages;
-    int64_t give_up_at; /* set once stopping */
-    bool unfinished;    /* gave up with uncommitted reads */
+    bool unfinished; /* gave up with uncommitted reads */
 };
 
 /* Writes the batch, then commits the source; nothing is committed unless
  * the write was complete. */
 static bool flush_and_commit(struct runner *r)
 {
-    if (!writer_flush(&r->writer, &r->batch, r->give_up_at))
+    if (!writer_flush(&r->writer, &r->batch))
         return false;
     batch_clear(&r->batch);
-    if (!r->source->ops->commit(r->source, r->give_up_at))
+    if (!r->source->ops->commit(r->source))
         return false;
     r->pending_since = 0;
     r->pending_messages = 0;
@@ -173,7 +172,7 @@ static bool check_policy(struct runner *r)
                        .ask_node = -1,
                        .errors_final = true};
     /* Waits for Redis like any write; a stop request ends the wait. */
-    bool ok = redis_exec(&r->target, &cmd, 1, mono_ms() + 1);
+    bool ok = redis_exec(&r->target, &cmd, 1);
     if (ok && cmd.state == RCMD_FAILED && strncmp(cmd.error, "ERR no such key", 15) != 0) {
         log_msg(LOG_ERROR, "--policy '%s' refused by redis: %s", r->cfg->policy, cmd.error);
         ok = false;
@@ -184,44 +183,69 @@ static bool check_policy(struct runner *r)
     return ok;
 }
 
+/* Everything the loop needs, checked before anything is read. */
+static bool runner_open(struct runner *r, const struct config *cfg)
+{
+    char err[512];
+    /* The address was checked by config_load. */
+    redis_target_init(&r->target, cfg->redis, cfg->cluster, (int)cfg->redis_timeout_ms);
+    if (!writer_init(&r->writer, &r->target, cfg, err, sizeof err)) {
+        log_msg(LOG_ERROR, "--policy: %s", err);
+        return false;
+    }
+    r->writer.on_failure = on_write_failure;
+    r->writer.failure_ctx = r;
+    if (!tmpl_compile(&r->spec.key, cfg->key_template, err, sizeof err)) {
+        log_msg(LOG_ERROR, "--key-template: %s", err);
+        return false;
+    }
+    r->spec.item_field = cfg->item_field;
+    r->spec.ts_field = cfg->ts_field;
+    r->spec.ts_scale = cfg->ts_scale;
+    r->spec.missing_ts_now = cfg->missing_ts_now;
+    if (!check_policy(r))
+        return false;
+    r->source = cfg->source == SOURCE_KAFKA ? kafka_source_open(cfg, err, sizeof err)
+                                            : stream_source_open(cfg, err, sizeof err);
+    if (!r->source) {
+        log_msg(LOG_ERROR, "%s", err);
+        return false;
+    }
+    r->source->before_revoke = before_revoke;
+    r->source->revoke_ctx = r;
+    r->sink = (struct sink){.batch = &r->batch, .spec = &r->spec, .source = r->source};
+    return true;
+}
+
+static void runner_close(struct runner *r)
+{
+    if (r->source)
+        r->source->ops->close(r->source);
+    batch_free(&r->batch);
+    writer_free(&r->writer);
+    tmpl_free(&r->spec.key);
+    buf_free(&r->sink.event.key);
+    redis_target_free(&r->target);
+}
+
+static struct stats_reporter reporter;
+
+static void report_while_waiting(void)
+{
+    stats_maybe_report(&reporter, false, "retry");
+}
+
 int run_ingest(const struct config *cfg)
 {
     struct runner r = {.cfg = cfg};
-    char err[512];
-    if (!redis_target_init(&r.target, cfg->redis, cfg->cluster, (int)cfg->redis_timeout_ms)) {
-        log_msg(LOG_ERROR, "--redis: bad address '%s' (want host:port)", cfg->redis);
-        return EXIT_USAGE;
+    if (!runner_open(&r, cfg)) {
+        runner_close(&r);
+        /* Stopped while waiting for Redis at startup is not a config error. */
+        return stop_requested ? EXIT_OK : EXIT_USAGE;
     }
-    if (!writer_init(&r.writer, &r.target, cfg, err, sizeof err)) {
-        log_msg(LOG_ERROR, "--policy: %s", err);
-        return EXIT_USAGE;
-    }
-    r.writer.on_failure = on_write_failure;
-    r.writer.failure_ctx = &r;
-    if (!tmpl_compile(&r.spec.key, cfg->key_template, err, sizeof err)) {
-        log_msg(LOG_ERROR, "--key-template: %s", err);
-        return EXIT_USAGE;
-    }
-    r.spec.item_field = cfg->item_field;
-    r.spec.ts_field = cfg->ts_field;
-    r.spec.ts_scale = cfg->ts_scale;
-    r.spec.missing_ts_now = cfg->missing_ts_now;
-    r.source = cfg->source == SOURCE_KAFKA ? kafka_source_open(cfg, err, sizeof err)
-                                           : stream_source_open(cfg, err, sizeof err);
-    if (!r.source) {
-        log_msg(LOG_ERROR, "%s", err);
-        return EXIT_USAGE;
-    }
-    r.source->before_revoke = before_revoke;
-    r.source->revoke_ctx = &r;
-    r.sink = (struct sink){.batch = &r.batch, .spec = &r.spec, .source = r.source};
     int status = EXIT_OK;
-    if (!check_policy(&r)) {
-        status = EXIT_USAGE;
-        stop_requested = 1;
-    }
-    struct stats_reporter reporter;
     stats_open(&reporter, cfg);
+    while_waiting = report_while_waiting;
 
     while (!stop_requested) {
         int64_t now = mono_ms();
@@ -248,7 +272,6 @@ int run_ingest(const struct config *cfg)
     }
 
     /* Stopping: write and commit what was read, within the shutdown time. */
-    r.give_up_at = mono_ms() + cfg->shutdown_timeout_ms;
     if (r.pending_since && !flush_and_commit(&r)) {
         log_msg(LOG_WARN,
                 "shutdown: could not write and commit within %lld ms; the "
@@ -258,13 +281,9 @@ int run_ingest(const struct config *cfg)
     }
     stats.lag = r.source->ops->lag(r.source);
     stats_maybe_report(&reporter, true, "exit");
+    while_waiting = NULL;
     stats_close(&reporter);
-    r.source->ops->close(r.source);
-    batch_free(&r.batch);
-    writer_free(&r.writer);
-    tmpl_free(&r.spec.key);
-    buf_free(&r.sink.event.key);
-    redis_target_free(&r.target);
+    runner_close(&r);
     if (status == EXIT_OK && r.unfinished)
         status = EXIT_UNFINISHED;
     return status;

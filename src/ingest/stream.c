@@ -245,7 +245,7 @@ static void stream_dead_letter(struct source *src, const char *origin, const cha
 }
 
 /* XADDs the dead letters and XACKs what was read, retried until done. */
-static bool stream_commit(struct source *src, int64_t give_up_at)
+static bool stream_commit(struct source *src)
 {
     struct stream_source *s = (struct stream_source *)src;
     const struct config *cfg = src->cfg;
@@ -292,8 +292,8 @@ static bool stream_commit(struct source *src, int64_t give_up_at)
         }
     }
     /* Dead letters first: an acknowledged entry's dead letter must exist. */
-    bool ok = redis_exec(&s->target, cmds, dead_cmds, give_up_at) &&
-              redis_exec(&s->target, cmds + dead_cmds, c - dead_cmds, give_up_at);
+    bool ok = redis_exec(&s->target, cmds, dead_cmds) &&
+              redis_exec(&s->target, cmds + dead_cmds, c - dead_cmds);
     for (size_t i = 0; i < c; i++) {
         if (cmds[i].state == RCMD_FAILED)
             log_msg(LOG_WARN, "%s: %s", cmds[i].argv[0], cmds[i].error);

@@ -9,6 +9,18 @@
 
 enum log_level log_threshold = LOG_INFO;
 volatile sig_atomic_t stop_requested;
+int64_t shutdown_timeout_ms = 30000;
+void (*while_waiting)(void);
+
+bool giving_up(void)
+{
+    static int64_t stop_seen_ms;
+    if (!stop_requested)
+        return false;
+    if (!stop_seen_ms)
+        stop_seen_ms = mono_ms();
+    return mono_ms() - stop_seen_ms >= shutdown_timeout_ms;
+}
 
 /* Malformed events logged per stats interval before the rest are only
  * counted: enough to diagnose, too few to flood the log. */

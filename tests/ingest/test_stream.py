@@ -143,3 +143,33 @@ def test_write_errors_do_not_block(redis_server, ingesters):
     dead = client.xrange("dead")
     assert len(dead) == 10 and all(f[b"error"].startswith(b"WRONGTYPE") for _, f in dead)
     assert json.loads(dead[0][1][b"event"])["key"] == "seen:{u3}:play"
+
+
+def test_redis_outage_holds_acks_and_sigterm_gives_up_in_time(make_server, ingesters):
+    """While the target Redis is down nothing is acknowledged; SIGTERM then
+    gives up after --shutdown-timeout with exit status 3, and a restart once
+    Redis is back writes everything."""
+    source = make_server(name="source")
+    target = make_server("--seen.default-error", "exact", name="target")
+    sc = source.client()
+    lines, expected = make_events(500, users=20)
+    args = ["--source", "stream", "--stream", "events", "--consumer", "c1",
+            "--stream-redis", "127.0.0.1:%d" % source.port,
+            "--redis", "127.0.0.1:%d" % target.port, "--key-template", "seen:{%user}:%kind",
+            "--shutdown-timeout", "1s", "--redis-timeout", "500ms"]
+    ing = ingesters(args).start()
+    ing.wait(lambda: sc.exists("events"), 10, "the group created")
+    target.stop()
+    xadd_json(sc, lines)
+    ing.wait(lambda: ing.stats().get("messages") == 500 and ing.stats().get("retries", 0) > 2,
+             30, "events read and writes retried")
+    assert pending(sc) == 500
+    started = time.monotonic()
+    assert ing.stop() == 3, ing.log()[-3000:]
+    assert time.monotonic() - started < 10
+    assert pending(sc) == 500
+    target.start()
+    ing = ingesters(args).start()
+    ing.wait(lambda: drained(sc), 30, "all entries acknowledged once Redis is back")
+    assert ing.stop() == 0
+    assert missing_items(target.client(), expected) == {}
