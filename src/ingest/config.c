@@ -58,6 +58,8 @@ static const struct option_def options[] = {
      "statistics as a text line or a JSON object (default text)", SEC_COMMON},
     {"stats-file", OPT_STR, OFF(stats_file), 0, 0, "FILE",
      "append statistics to FILE instead of standard error", SEC_COMMON},
+    {"check", OPT_FLAG, OFF(check), 0, 1, NULL,
+     "check the options and configuration file, print them, and exit", SEC_COMMON},
     {"verbose", OPT_FLAG, NO_FIELD, 0, 1, NULL, "log debugging detail", SEC_COMMON},
     {"quiet", OPT_FLAG, NO_FIELD, 0, 1, NULL, "log only warnings and errors", SEC_COMMON},
 
@@ -287,6 +289,40 @@ static void set_option(struct config *cfg, const struct option_def *o, const cha
     *(int64_t *)(base + o->offset) = v;
 }
 
+static bool is_string_option(const struct option_def *o);
+
+/* --check: the settings in force, one `name = value` line each, in the
+ * configuration file's own syntax. */
+static void print_settings(const struct config *cfg, enum command cmd)
+{
+    printf("# seen-ingest %s: configuration OK\n", cmd == CMD_MIGRATE ? "migrate" : "run");
+    const char *base = (const char *)cfg;
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const struct option_def *o = &options[i];
+        if (o->offset == NO_FIELD || !strcmp(o->name, "check"))
+            continue;
+        if (is_string_option(o)) {
+            const char *v = *(char *const *)(base + o->offset);
+            if (v)
+                printf("%s = \"%s\"\n", o->name, v);
+        } else if (o->type == OPT_FLAG) {
+            printf("%s = %s\n", o->name, *(const bool *)(base + o->offset) ? "yes" : "no");
+        } else if (o->type != OPT_STR) {
+            printf("%s = %lld\n", o->name, (long long)*(const int64_t *)(base + o->offset));
+        }
+    }
+    static const char *const sources[] = {"none", "kafka", "stream"};
+    printf("source = %s\nts-unit = %s\nscore-unit = %s\nmissing-ts = %s\nstats-format = %s\n",
+           sources[cfg->source], cfg->ts_scale == 1 ? "ms" : "s",
+           cfg->score_scale == 1 ? "ms" : "s", cfg->missing_ts_now ? "now" : "reject",
+           cfg->stats_format == STATS_JSON ? "json" : "text");
+    for (int i = 0; i < cfg->n_kafka_props; i++) {
+        const char *eq = strchr(cfg->kafka_props[i], '=');
+        printf("kafka.%.*s = \"%s\"\n", (int)(eq - cfg->kafka_props[i]), cfg->kafka_props[i],
+               eq + 1);
+    }
+}
+
 static const struct option_def *find_option(const char *name)
 {
     for (size_t i = 0; i < N_OPTIONS; i++)
@@ -312,8 +348,7 @@ static void read_config_file(struct config *cfg, const char *path)
         usage_error("--config", "cannot read %s: %s", path, strerror(errno));
     char line[4096];
     for (unsigned no = 1; fgets(line, sizeof line, f); no++) {
-        char where[600];
-        snprintf(where, sizeof where, "%s:%u", path, no);
+        char where[4800];
         char *s = trim(line);
         if (!*s || *s == '#')
             continue;
@@ -331,6 +366,7 @@ static void read_config_file(struct config *cfg, const char *path)
             value[vlen - 1] = '\0';
             value++;
         }
+        snprintf(where, sizeof where, "%s:%u: %s", path, no, s);
         if (!strncmp(s, "kafka.", 6)) {
             char prop[4200];
             snprintf(prop, sizeof prop, "%s=%s", s + 6, value);
@@ -339,9 +375,9 @@ static void read_config_file(struct config *cfg, const char *path)
         }
         const struct option_def *o = find_option(s);
         if (!o || !strcmp(s, "config"))
-            usage_error(where, "unknown option '%s'", s);
+            usage_error(where, "unknown option");
         if (!*value && o->type != OPT_FLAG && o->type != OPT_STR)
-            usage_error(where, "%s needs a value", s);
+            usage_error(where, "needs a value");
         set_option(cfg, o, o->type == OPT_FLAG && !*value ? NULL : value, where);
     }
     fclose(f);
@@ -403,12 +439,29 @@ static void set_defaults(struct config *cfg)
     }
 }
 
+/* The key template and policy are checked here too, so --check and a
+ * start report them before any connection is made. */
+static void validate_syntax(struct config *cfg)
+{
+    char err[512];
+    struct tmpl t;
+    if (!tmpl_compile(&t, cfg->key_template, err, sizeof err))
+        usage_error("--key-template", "%s", err);
+    tmpl_free(&t);
+    struct writer w;
+    bool ok = writer_init(&w, NULL, cfg, err, sizeof err);
+    writer_free(&w);
+    if (!ok)
+        usage_error("--policy", "%s", err);
+}
+
 static void validate(struct config *cfg, enum command cmd)
 {
     char host[256];
     int port;
     if (!parse_host_port(cfg->redis, host, sizeof host, &port))
         usage_error("--redis", "want HOST:PORT (got '%s')", cfg->redis);
+    validate_syntax(cfg);
     if (cmd == CMD_MIGRATE) {
         if (!cfg->legacy_pattern)
             usage_error("migrate", "--legacy-pattern is required");
@@ -501,4 +554,8 @@ void config_load(struct config *cfg, enum command *cmd, int argc, char **argv)
         set_option(cfg, o, value, where);
     }
     validate(cfg, *cmd);
+    if (cfg->check) {
+        print_settings(cfg, *cmd);
+        exit(EXIT_OK);
+    }
 }

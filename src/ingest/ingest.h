@@ -101,6 +101,7 @@ struct config {
     int64_t score_scale;
     int64_t scan_count;
     int64_t progress_interval_ms;
+    bool check; /* --check: validate, print, exit */
 };
 
 /* Exit codes (docs/ingest.md). */

@@ -33,8 +33,9 @@ void stats_close(struct stats_reporter *r)
     X(events)                                                                                      \
     X(malformed)                                                                                   \
     X(batches)                                                                                     \
-    X(commands) X(items_new) X(write_errors) X(retries) X(moved) X(ask) X(commits)                 \
-        X(commit_errors) X(dead_letters)
+    X(commands)                                                                                    \
+    X(items_new) X(write_errors) X(retries) X(moved) X(ask) X(commits) X(commit_errors)            \
+        X(dead_letters)
 
 void stats_maybe_report(struct stats_reporter *r, bool force, const char *phase)
 {
