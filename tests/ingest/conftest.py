@@ -117,7 +117,7 @@ def kafka(tmp_path):
 
 # librdkafka settings that let a restarted ingester take the partitions over
 # quickly from the member that was killed (the mock honours session timeouts).
-FAST_GROUP = ["--kafka", "session.timeout.ms=6000", "--kafka", "heartbeat.interval.ms=500"]
+FAST_GROUP = ["--kafka", "session.timeout.ms=2500", "--kafka", "heartbeat.interval.ms=300"]
 
 
 class Ingester:
