@@ -38,7 +38,7 @@ static const struct option_def options[] = {
     {"redis-timeout", OPT_DURATION, OFF(redis_timeout_ms), 10, 3600000, "DUR",
      "connect and reply timeout of every Redis connection (default 5s)", SEC_COMMON},
     {"key-template", OPT_STR, OFF(key_template), 0, 0, "TEMPLATE",
-     "key of an event: %name is the event's (or legacy key's) field name (default "
+     "key of an event: %name stands for the event's (or legacy key's) field name (default "
      "seen:{%user})",
      SEC_COMMON},
     {"policy", OPT_STR, OFF(policy), 0, 0, "OPTIONS",
@@ -131,6 +131,28 @@ static void usage_error(const char *where, const char *fmt, ...)
     exit(EXIT_USAGE);
 }
 
+/* Prints text from column `indent`, wrapped at 79 columns. */
+static void print_wrapped(const char *text, int indent)
+{
+    int column = indent;
+    for (const char *p = text; *p;) {
+        int word = (int)strcspn(p, " ");
+        if (column > indent && column + 1 + word > 79) {
+            printf("\n%*s", indent, "");
+            column = indent;
+        } else if (column > indent) {
+            putchar(' ');
+            column++;
+        }
+        printf("%.*s", word, p);
+        column += word;
+        p += word;
+        while (*p == ' ')
+            p++;
+    }
+    putchar('\n');
+}
+
 static void print_help(void)
 {
     printf("seen-ingest — write exposure events from Kafka or Redis Streams into SEEN keys\n\n"
@@ -155,7 +177,8 @@ static void print_help(void)
             char left[64];
             snprintf(left, sizeof left, "--%s%s%s", options[i].name, options[i].metavar ? " " : "",
                      options[i].metavar ? options[i].metavar : "");
-            printf("  %-28s %s\n", left, options[i].help);
+            printf("  %-28s ", left);
+            print_wrapped(options[i].help, 31);
         }
     }
     printf("\nExit status: 0 done, 1 runtime failure, 2 usage or configuration error,\n"

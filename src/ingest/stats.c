@@ -34,8 +34,8 @@ void stats_close(struct stats_reporter *r)
     X(malformed)                                                                                   \
     X(batches)                                                                                     \
     X(commands)                                                                                    \
-    X(items_new) X(write_errors) X(retries) X(moved) X(ask) X(commits) X(commit_errors)            \
-        X(dead_letters)
+    X(items_new)                                                                                   \
+    X(write_errors) X(retries) X(moved) X(ask) X(commits) X(commit_errors) X(dead_letters)
 
 void stats_maybe_report(struct stats_reporter *r, bool force, const char *phase)
 {
