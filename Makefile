@@ -51,7 +51,7 @@ $(SAN)/libseen.a: $(CORE_SAN_OBJ)
 # alone so the core's symbols cannot clash with another module's.
 MODULE_SRC = $(wildcard src/module/*.c)
 MODULE_OBJ = $(MODULE_SRC:src/module/%.c=$(BUILD)/module/%.o)
-MODULE_HDR = include/seen.h $(wildcard src/module/*.h)
+MODULE_HDR = include/seen.h $(wildcard src/module/*.h) $(wildcard src/common/*.h)
 
 module: $(BUILD)/seen.so
 

@@ -6,7 +6,7 @@
 #   make bench-ingest        batched SEEN.ADD vs one ZADD per event
 
 INGEST_SRC = $(wildcard src/ingest/*.c)
-INGEST_HDR = $(wildcard src/ingest/*.h)
+INGEST_HDR = $(wildcard src/ingest/*.h) $(wildcard src/common/*.h)
 INGEST_OBJ = $(INGEST_SRC:src/ingest/%.c=$(BUILD)/ingest/%.o)
 INGEST_SAN_OBJ = $(INGEST_SRC:src/ingest/%.c=$(SAN)/ingest/%.o)
 # Everything but main(), for the benchmark and test programs.

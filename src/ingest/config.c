@@ -497,7 +497,7 @@ static void validate(struct config *cfg, enum command cmd)
             usage_error("--legacy-type", "must be zset, set or any (got '%s')", cfg->legacy_type);
         uint64_t at;
         if (strcmp(cfg->set_ts, "now") &&
-            !(parse_uint64(cfg->set_ts, strlen(cfg->set_ts), &at) && at <= SEEN_TIME_MAX))
+            !(decimal_u64(cfg->set_ts, strlen(cfg->set_ts), &at) && at <= SEEN_TIME_MAX))
             usage_error("--set-ts", "must be now or ms since the epoch (got '%s')", cfg->set_ts);
         return;
     }

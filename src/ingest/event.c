@@ -119,23 +119,6 @@ bool tmpl_expand(const struct tmpl *t, field_lookup lookup, void *ctx, struct bu
 }
 
 /* ------------------------------------------------------------ numbers */
-bool parse_uint64(const char *s, size_t n, uint64_t *out)
-{
-    if (n == 0 || n > 20)
-        return false;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        unsigned d = (unsigned)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return true;
-}
-
 /* An event time in ms from its text or integer form, scaled and checked
  * against the range the module accepts for AT. */
 static bool event_time(const struct event_spec *spec, uint64_t raw, int64_t *ts, char *err,
@@ -230,7 +213,7 @@ bool event_from_json(const struct event_spec *spec, const char *text, size_t len
     if (json_is_integer(ts) && json_integer_value(ts) >= 0) {
         raw = (uint64_t)json_integer_value(ts);
     } else if (!(json_is_string(ts) &&
-                 parse_uint64(json_string_value(ts), json_string_length(ts), &raw))) {
+                 decimal_u64(json_string_value(ts), json_string_length(ts), &raw))) {
         snprintf(err, errlen,
                  ts ? "field '%s' must be a non-negative integer" : "field '%s' is missing",
                  spec->ts_field);
@@ -282,7 +265,7 @@ bool event_from_pairs(const struct event_spec *spec, const char *const *names,
         return true;
     }
     uint64_t raw;
-    if (!parse_uint64(val, len, &raw)) {
+    if (!decimal_u64(val, len, &raw)) {
         snprintf(err, errlen, "field '%s' must be a non-negative integer", spec->ts_field);
         return false;
     }

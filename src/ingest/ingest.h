@@ -10,6 +10,8 @@
 #ifndef SEEN_INGEST_H
 #define SEEN_INGEST_H
 
+#include "../common/decimal.h"
+
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -171,8 +173,6 @@ bool event_from_pairs(const struct event_spec *spec, const char *const *names,
                       const size_t *name_lens, const char *const *values, const size_t *value_lens,
                       size_t n, struct event *ev, char *err, size_t errlen);
 void event_release(struct event *ev);
-/* Reads a decimal integer (digits only) into *out; false if not one. */
-bool parse_uint64(const char *s, size_t n, uint64_t *out);
 
 /* ------------------------------------------------------------- cluster */
 #define CLUSTER_SLOTS 16384

@@ -162,7 +162,7 @@ static bool load_state(struct migration *m)
         if (line[0] == '#' || sscanf(line, "%31s %4095[^\n]", name, value) != 2)
             continue;
         uint64_t v = 0;
-        bool number = parse_uint64(value, strlen(value), &v);
+        bool number = decimal_u64(value, strlen(value), &v);
         if (!strcmp(name, "from") && strcmp(value, from)) {
             log_msg(LOG_ERROR, "--state %s is for --from %s, not %s", path, value, from);
             ok = false;
@@ -416,7 +416,7 @@ static bool migration_open(struct migration *m, const struct config *cfg)
             return false;
         }
     uint64_t at = 0;
-    m->set_ts = parse_uint64(cfg->set_ts, strlen(cfg->set_ts), &at) ? (int64_t)at : now_ms();
+    m->set_ts = decimal_u64(cfg->set_ts, strlen(cfg->set_ts), &at) ? (int64_t)at : now_ms();
     /* Both addresses were checked by config_load. */
     redis_target_init(&m->from, cfg->from ? cfg->from : cfg->redis, false,
                       (int)cfg->redis_timeout_ms);

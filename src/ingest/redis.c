@@ -27,7 +27,7 @@ bool parse_host_port(const char *s, char *host, size_t hostlen, int *port)
     if (!colon || colon == s || (size_t)(colon - s) >= hostlen)
         return false;
     uint64_t p;
-    if (!parse_uint64(colon + 1, strlen(colon + 1), &p) || p == 0 || p > 65535)
+    if (!decimal_u64(colon + 1, strlen(colon + 1), &p) || p == 0 || p > 65535)
         return false;
     memcpy(host, s, (size_t)(colon - s));
     host[colon - s] = '\0';

@@ -7,6 +7,7 @@
 #ifndef SEEN_MODULE_H
 #define SEEN_MODULE_H
 
+#include "../common/decimal.h"
 #include "rm_api.h"
 #include "seen.h"
 
@@ -94,7 +95,6 @@ bool arg_is(RedisModuleString *arg, const char *word);
 /* "90d", "36h", "10m", "30s", "500ms" or plain milliseconds. */
 bool parse_duration(const char *s, size_t len, uint64_t *ms);
 /* A decimal integer 0..UINT64_MAX: digits only. */
-bool parse_u64(const char *s, size_t len, uint64_t *out);
 bool arg_u64(RedisModuleString *arg, uint64_t *out);
 /* A time in ms since the epoch, 0..SEEN_MAX_TIME_MS. */
 bool arg_time(RedisModuleString *arg, int64_t *out);

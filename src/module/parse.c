@@ -19,28 +19,11 @@ bool arg_is(RedisModuleString *arg, const char *word)
     return len == strlen(word) && strncasecmp(s, word, len) == 0;
 }
 
-bool parse_u64(const char *s, size_t len, uint64_t *out)
-{
-    if (len == 0 || len > 20)
-        return false;
-    uint64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        uint64_t d = (uint64_t)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return true;
-}
-
 bool arg_u64(RedisModuleString *arg, uint64_t *out)
 {
     size_t len;
     const char *s = RedisModule_StringPtrLen(arg, &len);
-    return parse_u64(s, len, out);
+    return decimal_u64(s, len, out);
 }
 
 bool arg_time(RedisModuleString *arg, int64_t *out)
@@ -62,7 +45,7 @@ bool parse_duration(const char *s, size_t len, uint64_t *ms)
     while (digits < len && s[digits] >= '0' && s[digits] <= '9')
         digits++;
     uint64_t n;
-    if (!parse_u64(s, digits, &n))
+    if (!decimal_u64(s, digits, &n))
         return false;
     size_t rest = len - digits;
     if (rest == 0) {
@@ -186,7 +169,7 @@ bool item_batch_ints(item_batch *b, const char **err)
         return true;
     b->ints = RedisModule_Alloc((b->n ? b->n : 1) * sizeof *b->ints);
     for (size_t i = 0; i < b->n; i++) {
-        if (!parse_u64(b->strs[i].ptr, b->strs[i].len, &b->ints[i])) {
+        if (!decimal_u64(b->strs[i].ptr, b->strs[i].len, &b->ints[i])) {
             *err = "ERR items of an IDS INT set must be decimal integers from 0 to "
                    "18446744073709551615";
             return false;
@@ -233,7 +216,7 @@ int key_option_parse(key_options *o, RedisModuleString **argv, int argc, int *i,
         }
     } else if (arg_is(name, "SLICES")) {
         uint64_t n;
-        if (!has_value || !parse_u64(v, len, &n) || n < 1 || n > SEEN_MAX_SLICES) {
+        if (!has_value || !decimal_u64(v, len, &n) || n < 1 || n > SEEN_MAX_SLICES) {
             *err = seen_reply_error(SEEN_ERR_SLICES);
             return -1;
         }
@@ -244,7 +227,7 @@ int key_option_parse(key_options *o, RedisModuleString **argv, int argc, int *i,
             return -1;
         }
     } else if (arg_is(name, "CAPACITY")) {
-        if (!has_value || !parse_u64(v, len, &o->policy.capacity) ||
+        if (!has_value || !decimal_u64(v, len, &o->policy.capacity) ||
             o->policy.capacity > SEEN_MAX_CAPACITY) {
             *err = seen_reply_error(SEEN_ERR_CAPACITY);
             return -1;
@@ -260,7 +243,7 @@ int key_option_parse(key_options *o, RedisModuleString **argv, int argc, int *i,
         }
     } else if (arg_is(name, "EXACTLIMIT")) {
         uint64_t n;
-        if (!has_value || !parse_u64(v, len, &n) || n > (UINT64_C(1) << 31)) {
+        if (!has_value || !decimal_u64(v, len, &n) || n > (UINT64_C(1) << 31)) {
             *err = "ERR EXACTLIMIT must be an integer from 0 to 2147483648";
             return -1;
         }

@@ -175,12 +175,12 @@ static void test_integers(void **state)
 {
     (void)state;
     uint64_t v;
-    assert_true(parse_uint64("18446744073709551615", 20, &v));
+    assert_true(decimal_u64("18446744073709551615", 20, &v));
     assert_true(v == UINT64_MAX);
-    assert_false(parse_uint64("18446744073709551616", 20, &v));
-    assert_false(parse_uint64("", 0, &v));
-    assert_false(parse_uint64("-1", 2, &v));
-    assert_false(parse_uint64("1 ", 2, &v));
+    assert_false(decimal_u64("18446744073709551616", 20, &v));
+    assert_false(decimal_u64("", 0, &v));
+    assert_false(decimal_u64("-1", 2, &v));
+    assert_false(decimal_u64("1 ", 2, &v));
     char host[64];
     int port;
     assert_true(parse_host_port("127.0.0.1:6379", host, sizeof host, &port));
