@@ -213,7 +213,9 @@ typedef enum seen_encoding {
 typedef struct seen_run_info {
     seen_encoding encoding;
     uint64_t items;
-    uint64_t bytes;
+    uint64_t bytes;         /* bytes requested for it */
+    uint64_t held;          /* bytes the allocator holds for it (size classes) */
+    uint32_t blocks;        /* allocations it is stored in */
     double bits_per_item;   /* payload bits per item */
     double fpr;             /* this run's share of the false-positive rate */
     uint32_t segments;      /* slices/segments it holds items of */

@@ -2170,12 +2170,13 @@ size_t seen_runs(const seen_set *s, seen_run_info *out, size_t cap)
         return 0;
     size_t k = 0;
     if (s->head_n) {
-        if (out && k < cap)
-            out[k] = (seen_run_info){SEEN_ENC_BUFFER, s->head_n,
-                                     (uint64_t)s->head_cap * (sizeof(uint64_t) + sizeof(uint32_t)),
-                                     96.0,
+        if (out && k < cap) {
+            size_t bytes = (size_t)s->head_cap * (sizeof(uint64_t) + sizeof(uint32_t));
+            out[k] = (seen_run_info){SEEN_ENC_BUFFER, s->head_n, bytes,
+                                     seen__alloc_size(s->head_keys, bytes), 1, 96.0,
                                      s->policy.ids == SEEN_IDS_STR ? ldexp((double)s->head_n, -64) : 0,
                                      0};
+        }
         k++;
     }
     for (uint32_t i = 0; i < s->nruns; i++) {
@@ -2184,6 +2185,7 @@ size_t seen_runs(const seen_set *s, seen_run_info *out, size_t cap)
             size_t bytes = seen__run_front_bytes(r) + seen__run_tail_bytes(r);
             bool collide = r->c > 1 || s->policy.ids == SEEN_IDS_STR;
             out[k] = (seen_run_info){r->c > 1 ? SEEN_ENC_COMPACT : SEEN_ENC_EXACT, r->n, bytes,
+                                     seen__run_alloc_bytes(r), r->tail ? 2 : 1,
                                      (double)bytes * 8.0 / (double)r->n,
                                      collide ? ldexp((double)r->n * (double)r->c, -64) : 0,
                                      r->nsegs};

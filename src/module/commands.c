@@ -784,13 +784,17 @@ static void reply_runs(RedisModuleCtx *ctx, const seen_run_info *runs, size_t n)
 {
     RedisModule_ReplyWithArray(ctx, (long)n);
     for (size_t i = 0; i < n; i++) {
-        RedisModule_ReplyWithMap(ctx, 6);
+        RedisModule_ReplyWithMap(ctx, 8);
         RedisModule_ReplyWithCString(ctx, "encoding");
         RedisModule_ReplyWithCString(ctx, encoding_name(runs[i].encoding));
         RedisModule_ReplyWithCString(ctx, "items");
         RedisModule_ReplyWithLongLong(ctx, (long long)runs[i].items);
         RedisModule_ReplyWithCString(ctx, "bytes");
         RedisModule_ReplyWithLongLong(ctx, (long long)runs[i].bytes);
+        RedisModule_ReplyWithCString(ctx, "held-bytes");
+        RedisModule_ReplyWithLongLong(ctx, (long long)runs[i].held);
+        RedisModule_ReplyWithCString(ctx, "blocks");
+        RedisModule_ReplyWithLongLong(ctx, runs[i].blocks);
         RedisModule_ReplyWithCString(ctx, "bits-per-item");
         RedisModule_ReplyWithDouble(ctx, runs[i].bits_per_item);
         RedisModule_ReplyWithCString(ctx, "fpr");

@@ -211,6 +211,15 @@ def test_insert_creates_with_options_once(r):
     assert policy(r, "k")["window-ms"] == 3600000
 
 
+def test_insert_nocreate_checks_the_policy_first(r):
+    # Documented: a policy can be checked without making a key.
+    with pytest.raises(ERR, match="bad window"):
+        r.execute_command("SEEN.INSERT", "nokey", "NOCREATE", "WINDOW", "soon", "ITEMS", "x")
+    with pytest.raises(ERR, match=r"no such key \(NOCREATE\)"):
+        r.execute_command("SEEN.INSERT", "nokey", "NOCREATE", "WINDOW", "2h", "ITEMS", "x")
+    assert r.exists("nokey") == 0
+
+
 def test_insert_errors(r):
     with pytest.raises(ERR, match="NOCREATE"):
         r.execute_command("SEEN.INSERT", "k", "NOCREATE", "ITEMS", "a")
@@ -358,6 +367,24 @@ def test_count_and_info(r):
     r.set("s", "x")
     with pytest.raises(ERR, match="WRONGTYPE"):
         r.execute_command("SEEN.COUNT", "s")
+
+
+def test_info_runs_fit_size_classes(r):
+    # 10,000 items make a run past 12 KB: jemalloc would round it to 14 KB,
+    # so it is held in two blocks that waste less.
+    r.execute_command("SEEN.RESERVE", "k", "WINDOW", "90d", "SLICES", "4", "ERROR", "0.001")
+    for b in range(10):
+        r.execute_command("SEEN.INSERT", "k", "BULK",
+                          "\n".join("item%d" % i for i in range(b * 1000, (b + 1) * 1000)))
+    info = info_map(r.execute_command("SEEN.INFO", "k"))
+    runs = info["runs"]
+    for run in runs:
+        assert run["bytes"] <= run["held-bytes"] and run["blocks"] in (1, 2)
+    assert sum(run["held-bytes"] for run in runs) <= info["bytes"]
+    assert any(run["blocks"] == 2 for run in runs)
+    stored = sum(run["bytes"] for run in runs if run["encoding"] != b"buffer")
+    held = sum(run["held-bytes"] for run in runs if run["encoding"] != b"buffer")
+    assert held < stored * 1.05
 
 
 def test_info_section(r):
