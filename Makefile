@@ -156,7 +156,7 @@ fuzz-corpus: $(BUILD)/tests/make_corpus
 EXTRA_TESTS =
 -include $(sort $(wildcard mk/*.mk))
 
-test: test-unit test-fuzz test-module $(EXTRA_TESTS)
+test: test-unit test-fuzz test-module test-module-san $(EXTRA_TESTS)
 
 # --------------------------------------------------------------- benchmarks
 $(BUILD)/bench/bench_core: bench/bench_core.c $(BUILD)/libseen.a

@@ -75,8 +75,10 @@ const char *seen_strerror(seen_err err);
 /*
  * The allocator every allocation of the library goes through.  Install it
  * once, before creating any set (the Redis module installs Redis's own so
- * that MEMORY USAGE and INFO memory are true).  usable_size may be NULL; when
- * given, seen_bytes() reports what the allocator really handed out.
+ * that MEMORY USAGE and INFO memory are true).  usable_size_fn may be NULL;
+ * when given, seen_bytes() reports what the allocator really handed out, and
+ * large runs are laid out in blocks that fit jemalloc-like size classes
+ * (four per doubling) with little waste.
  */
 typedef struct seen_allocator {
     void *(*malloc_fn)(size_t size);

@@ -58,6 +58,8 @@ size_t seen__alloc_size(void *ptr, size_t requested)
     return requested;
 }
 
+bool seen__alloc_rounds(void) { return current.usable_size_fn != NULL; }
+
 size_t seen__alloc_class(size_t size)
 {
     /* 16-byte steps to 128 bytes, then four classes per doubling.  Other

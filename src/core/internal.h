@@ -83,6 +83,9 @@ void *seen__realloc(void *ptr, size_t size);
 void seen__free(void *ptr);
 /* Bytes the allocator really holds for ptr (requested size if unknown). */
 size_t seen__alloc_size(void *ptr, size_t requested);
+/* True if the host's allocator reports usable sizes: it rounds requests to
+ * size classes worth planning blocks around. */
+bool seen__alloc_rounds(void);
 /* The block jemalloc (Redis's allocator) hands out for a request. */
 size_t seen__alloc_class(size_t size);
 
@@ -258,8 +261,9 @@ size_t seen__run_tail_bytes(const seen__run *r);
 /* What the allocator really holds for the run. */
 size_t seen__run_alloc_bytes(const seen__run *r);
 /* Move the codes of the last buckets to a second block when the two blocks
- * fit the allocator's size classes better than the one (best effort: on
- * allocation failure the run stays whole). */
+ * fit the allocator's size classes better than the one (only when the
+ * allocator reports usable sizes; best effort: on allocation failure the
+ * run stays whole). */
 void seen__run_split(seen__run *r);
 /* A deep copy of src, same layout. */
 seen_err seen__run_clone(seen__run *dst, const seen__run *src);

@@ -563,8 +563,10 @@ void seen__run_split(seen__run *r)
      * of a power of two apart, so a 12.5 KB run sits in a 14 KB block.  Cut
      * at a bucket boundary, the front can nearly fill a class and the rest
      * goes to a small block of its own.  Buckets never straddle the cut, so
-     * readers only pick which block a bucket starts in. */
-    if (r->tail != NULL || r->nbuckets < 2)
+     * readers only pick which block a bucket starts in.  Only for hosts
+     * whose allocator reports usable sizes (Redis): with an allocator that
+     * rounds little, the second block would cost more than it saves. */
+    if (r->tail != NULL || r->nbuckets < 2 || !seen__alloc_rounds())
         return;
     const size_t whole = seen__run_mem_size(r), off = codes_offset(r), bytes = code_bytes(r);
     size_t best = seen__alloc_class(whole);

@@ -6,7 +6,9 @@
  */
 #include "module.h"
 
+#include <malloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 seen_config seen_cfg;
@@ -245,15 +247,25 @@ static void info_section(RedisModuleInfoCtx *ctx, int for_crash_report)
 /* Every allocation of the core through Redis, so that MEMORY USAGE, INFO
  * memory and maxmemory see it.  TryAlloc makes an allocation too large to
  * satisfy (a crafted size) an error the core reports, not a server abort.
- * The sanitizer build keeps the C library's allocator, which ASan watches. */
+ * The sanitizer build keeps the C library's allocator, which ASan watches,
+ * with its usable sizes, so runs take the layout they take under Redis. */
+#ifdef SEEN_MODULE_SYSTEM_ALLOC
+static void *system_malloc(size_t n) { return malloc(n); }
+static void *system_realloc(void *p, size_t n) { return realloc(p, n); }
+static void system_free(void *p) { free(p); }
+static size_t system_usable_size(void *p) { return malloc_usable_size(p); }
+#endif
+
 static void install_allocator(void)
 {
-#ifndef SEEN_MODULE_SYSTEM_ALLOC
     static seen_allocator allocator;
+#ifndef SEEN_MODULE_SYSTEM_ALLOC
     allocator = (seen_allocator){RedisModule_TryAlloc, RedisModule_Realloc, RedisModule_Free,
                                  RedisModule_MallocSize};
-    seen_set_allocator(&allocator);
+#else
+    allocator = (seen_allocator){system_malloc, system_realloc, system_free, system_usable_size};
 #endif
+    seen_set_allocator(&allocator);
 }
 
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);

@@ -8,6 +8,7 @@
 #include "internal.h" /* seen__alloc_class */
 
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,9 +95,13 @@ static void t_free(void *p)
     }
 }
 
+static size_t t_usable(void *p) { return malloc_usable_size(p); }
+
 void alloc_install(void)
 {
-    static const seen_allocator a = {t_malloc, t_realloc, t_free, NULL};
+    /* Usable sizes reported, so the runs' two-block layout is made (and its
+     * allocations failed) here too. */
+    static const seen_allocator a = {t_malloc, t_realloc, t_free, t_usable};
     seen_set_allocator(&a);
 }
 
