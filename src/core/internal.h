@@ -19,6 +19,11 @@
 #define SEEN_BUCKET_ITEMS 256u
 /* A batch cursor decodes buckets of up to this many items whole. */
 #define SEEN_CURSOR_BUF 512u
+#define SEEN_CURSOR_PAD 8u
+/* A batch walk decodes a bucket only as far as its candidates reach when
+ * they are fewer than 1/SEEN_STEPWISE_RATIO of its items (at 100k items,
+ * 2,000 candidates: 8% faster; denser walks decode whole buckets). */
+#define SEEN_STEPWISE_RATIO 16u
 /* Runs this large use buckets of SEEN_BUCKET_ITEMS / 2. */
 #define SEEN_LARGE_RUN 16384u
 
@@ -304,11 +309,12 @@ typedef struct seen__cursor {
      * is dense (pairs), buckets j and j+1 are decoded together, two
      * independent chains the CPU overlaps; the second waits in buf2. */
     bool pairs;
+    bool stepwise; /* decode only as far as the candidates reach (sparse walks) */
     uint32_t nbuf, ibuf;
     uint64_t buf_first;  /* run index of buf[0] */
     uint32_t next_bucket, nbuf2; /* buf2 holds bucket next_bucket, if nbuf2 != UINT32_MAX */
     uint64_t buf2_first;
-    uint64_t buf[SEEN_CURSOR_BUF];
+    uint64_t buf[SEEN_CURSOR_BUF + SEEN_CURSOR_PAD]; /* room for seen__run_match's sentinels */
     uint64_t buf2[SEEN_CURSOR_BUF];
 } seen__cursor;
 
@@ -323,6 +329,8 @@ void seen__cursor_expect(seen__cursor *cur, size_t n);
 void seen__run_lookup_many(const seen__run *const *runs, const uint64_t *vals, size_t k, int *tags);
 /* The tag of value v, or -1 if absent; v must not decrease between calls. */
 int seen__cursor_find(seen__cursor *cur, uint64_t v);
+/* The tag of each of n nondecreasing values in r, or -1 if absent. */
+void seen__run_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags);
 
 /* ------------------------------------------------------------ sets */
 

@@ -1037,7 +1037,7 @@ int seen__cursor_find(seen__cursor *cur, uint64_t v)
         return cursor_tag(cur);
     }
     if (!cur->started || j != cur->bucket) {
-        if (cursor_fill(cur, j)) {
+        if (!cur->stepwise && cursor_fill(cur, j)) {
             cur->started = true;
             cur->bucket = j;
             return seen__cursor_find(cur, v);
@@ -1089,6 +1089,98 @@ int seen__cursor_find(seen__cursor *cur, uint64_t v)
     cur->pos = pos;
     cur->item = item;
     return x == v ? cursor_tag(cur) : -1;
+}
+
+/* Item `item`'s tag, through the cursor's cached tag words. */
+static int32_t tag_of_item(const seen__cursor *cur, uint64_t item)
+{
+    const seen__run *r = cur->r;
+    uint64_t wi = item / cur->tags_per_word;
+    uint32_t digit = (uint32_t)(item - wi * cur->tags_per_word);
+    uint64_t word = seen__load64le((const uint8_t *)cur->tagw + wi * 8) / ipow(r->nsegs, digit);
+    return (int32_t)(word % r->nsegs);
+}
+
+void seen__run_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
+{
+    /* A batch walk: for each bucket holding candidates, decode it whole
+     * and find each candidate in it, scanning forward from the previous
+     * one. */
+    seen__cursor cur;
+    seen__cursor_init(&cur, r);
+    seen__cursor_expect(&cur, n);
+    size_t i = 0;
+    while (i < n && vals[i] < r->base)
+        tags[i++] = -1;
+    const bool tagged = r->nsegs > 1;
+    while (i < n && vals[i] - r->base <= r->span) {
+        uint32_t j = r->nbuckets > 1 ? (uint32_t)seen__div(&cur.bucket_div, vals[i] - r->base) : 0;
+        /* The candidates of bucket j: offsets from base up to `last`. */
+        uint64_t last = r->span;
+        if (j + 1 < r->nbuckets) {
+            unsigned __int128 end = (unsigned __int128)(j + 1) * r->bucket_w;
+            if (end - 1 < last)
+                last = (uint64_t)(end - 1);
+        }
+        size_t e = i + 1;
+        while (e < n && vals[e] - r->base <= last)
+            e++;
+        uint64_t pos, first, count;
+        bucket_range(&cur, j, &pos, &first, &count);
+        /* A few candidates in a large bucket: decode only up to the last. */
+        cur.stepwise = (e - i) * SEEN_STEPWISE_RATIO < count;
+        if (cur.stepwise || !cursor_fill(&cur, j)) {
+            /* Also a bucket too large to decode whole (skewed exact keys). */
+            cur.started = false;
+            for (size_t c = i; c < e; c++)
+                tags[c] = seen__cursor_find(&cur, vals[c]);
+            cur.started = false;
+            i = e;
+            continue;
+        }
+        /* Past the values, sentinels no candidate is below: the scan needs
+         * no bounds check. */
+        uint64_t *buf = cur.buf;
+        const size_t nb = cur.nbuf;
+        for (size_t t = 0; t < SEEN_CURSOR_PAD; t++)
+            buf[nb + t] = UINT64_MAX;
+        size_t c = i, k = 0;
+        if (e - i >= nb) {
+            /* More candidates than values: most steps skip none. */
+            for (; c < e; c++) {
+                const uint64_t v = vals[c];
+                while (buf[k] < v)
+                    k++;
+                tags[c] = k < nb && buf[k] == v ? (int32_t)k : -1;
+            }
+        } else {
+            for (; c < e; c++) {
+                const uint64_t v = vals[c];
+                /* Skip eight values at a time, then count the values below
+                 * v among the next eight: no branch depends on where v
+                 * falls among them. */
+                while (buf[k + 7] < v)
+                    k += 8;
+                k += (size_t)(buf[k] < v) + (buf[k + 1] < v) + (buf[k + 2] < v) +
+                     (buf[k + 3] < v) + (buf[k + 4] < v) + (buf[k + 5] < v) + (buf[k + 6] < v) +
+                     (buf[k + 7] < v);
+                tags[c] = k < nb && buf[k] == v ? (int32_t)k : -1;
+            }
+        }
+        for (; c < e; c++)
+            tags[c] = -1;
+        if (tagged) {
+            for (c = i; c < e; c++)
+                if (tags[c] >= 0)
+                    tags[c] = tag_of_item(&cur, cur.buf_first + (uint64_t)tags[c]);
+        } else {
+            for (c = i; c < e; c++)
+                tags[c] = tags[c] >= 0 ? 0 : -1;
+        }
+        i = e;
+    }
+    while (i < n)
+        tags[i++] = -1;
 }
 
 /* ---------------------------------------------------------- point lookups */

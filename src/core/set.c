@@ -302,30 +302,42 @@ static seen_err locate(const seen_set *s, const seen__kv *cand, size_t n, int64_
             goto head;
         }
     }
+    uint64_t *vals = NULL; /* candidates as one run's values, then their tags */
+    int32_t *tags = NULL;
     for (uint32_t ri = 0; ri < s->nruns; ri++) {
         const seen__run *r = &s->runs[ri];
         int32_t *tr = r->nsegs <= 64 ? tr_small : seen__malloc(r->nsegs * sizeof *tr);
-        if (tr == NULL)
+        if (tr == NULL) {
+            seen__free(vals);
             return SEEN_ERR_NOMEM;
+        }
         run_tag_ranks(s, s->segs, s->nsegs, s->origin, r, q, tr);
         bool any = false;
         for (uint32_t t = 0; t < r->nsegs; t++)
             any |= tr[t] >= 0;
         if (any) {
+            if (vals == NULL) {
+                vals = seen__malloc(n * (sizeof *vals + sizeof *tags));
+                if (vals == NULL) {
+                    if (tr != tr_small)
+                        seen__free(tr);
+                    return SEEN_ERR_NOMEM;
+                }
+                tags = (int32_t *)(void *)(vals + n);
+            }
             seen__divider d;
             seen__divider_init(&d, r->c);
-            seen__cursor cur;
-            seen__cursor_init(&cur, r);
-            seen__cursor_expect(&cur, n);
-            for (size_t i = 0; i < n; i++) {
-                int t = seen__cursor_find(&cur, seen__div(&d, cand[i].key));
-                if (t >= 0 && tr[t] > rank[i])
-                    rank[i] = tr[t];
-            }
+            for (size_t i = 0; i < n; i++)
+                vals[i] = seen__div(&d, cand[i].key);
+            seen__run_match(r, vals, n, tags);
+            for (size_t i = 0; i < n; i++)
+                if (tags[i] >= 0 && tr[tags[i]] > rank[i])
+                    rank[i] = tr[tags[i]];
         }
         if (tr != tr_small)
             seen__free(tr);
     }
+    seen__free(vals);
 head:
     if (s->head_n == 0)
         return SEEN_OK;

@@ -79,7 +79,13 @@ seen_err seen__sort_kv(seen__kv *a, size_t n)
         return SEEN_OK;
     }
     seen__kv *tmp = seen__malloc(n * sizeof *tmp);
-    uint32_t *counts = seen__malloc(((size_t)1 << DIGIT_BITS_MAX) * sizeof *counts + 2 * sizeof *counts);
+    /* As many counters as the widest digit needs: at 10,000 keys a table
+     * for 2^16 would be four times larger (and, past glibc's mmap
+     * threshold, mapped and faulted in afresh on every query). */
+    unsigned top = seen__bitlen((uint64_t)n);
+    if (top > DIGIT_BITS_MAX)
+        top = DIGIT_BITS_MAX;
+    uint32_t *counts = seen__malloc((((size_t)1 << top) + 2) * sizeof *counts);
     if (tmp == NULL || counts == NULL) {
         seen__free(tmp);
         seen__free(counts);

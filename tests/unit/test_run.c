@@ -98,6 +98,36 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs)
         assert_int_equal(seen__cursor_find(&cur, v[i]), t[i]);
         assert_int_equal(seen__cursor_find(&cur, v[i]), t[i]); /* repeats */
     }
+    /* Batch matching at several densities: sorted candidates, present ones
+     * (some twice) among absent ones, against the run's tags. */
+    {
+        size_t cap = 3 * n + 8;
+        uint64_t *cand = malloc(cap * sizeof *cand);
+        int32_t *got = malloc(cap * sizeof *got);
+        size_t strides[] = {1, 3, 40, 1000};
+        for (size_t si = 0; si < sizeof strides / sizeof *strides; si++) {
+            size_t m = 0;
+            if (v[0] > 0)
+                cand[m++] = v[0] - 1;
+            for (size_t i = rng_below(r, strides[si]); i < n; i += strides[si]) {
+                cand[m++] = v[i];
+                if (rng_below(r, 4) == 0)
+                    cand[m++] = v[i]; /* a duplicate candidate */
+                if (v[i] < UINT64_MAX && (i + 1 == n || v[i + 1] > v[i] + 1))
+                    cand[m++] = v[i] + 1; /* absent */
+            }
+            seen__run_match(&run, cand, m, got);
+            size_t at = 0;
+            for (size_t c = 0; c < m; c++) {
+                while (at < n && v[at] < cand[c])
+                    at++;
+                int want = at < n && v[at] == cand[c] ? t[at] : -1;
+                assert_int_equal(got[c], want);
+            }
+        }
+        free(cand);
+        free(got);
+    }
     /* Point lookups, several runs at once. */
     for (int k = 0; k < 200; k++) {
         size_t i = rng_below(r, n);
