@@ -58,8 +58,15 @@ options (start, when creating; an existing cluster keeps its settings):
 TXT
 }
 
+creating=0
 die() {
   echo "cluster.sh: $*" >&2
+  # A cluster that failed to come into being leaves no node running.
+  if [ "$creating" = 1 ]; then
+    creating=0
+    kill_all_nodes
+    echo "cluster.sh: stopped its nodes; logs kept in $dir (scripts/cluster.sh clean --dir $dir removes it)" >&2
+  fi
   exit 1
 }
 
@@ -182,7 +189,6 @@ write_config() { # write_config PORT BUSPORT
         [ -z "$line" ] || echo "$line"
         line="${a#--}"
       else
-        [ -n "$line" ] || die "redis-server settings after -- must start with --name"
         line="$line \"${a//\"/\\\"}\""
       fi
     done
@@ -278,8 +284,19 @@ do_start() {
   module="$(cd "$(dirname "$module")" && pwd)/$(basename "$module")"
   command -v "$REDIS_SERVER" >/dev/null || die "$REDIS_SERVER not found (scripts/deps.sh installs it)"
 
+  for a in "${extra[@]+"${extra[@]}"}"; do
+    case "$a" in
+      --port | --bind | --dir | --daemonize | --pidfile | --logfile | --cluster-enabled | \
+        --cluster-config-file | --cluster-port | --loadmodule)
+        die "$a is the script's to set (see --help)" ;;
+    esac
+  done
+  [ ${#extra[@]} -eq 0 ] || [[ "${extra[0]}" == --* ]] ||
+    die "redis-server settings after -- must start with --name"
+
   mkdir -p "$dir"
   [ -z "$(ls -A "$dir")" ] || die "$dir is not empty and holds no cluster.env"
+  creating=1
   i=1
   for port in $ports; do
     bus="$(echo $bus_ports | cut -d' ' -f$i)"
@@ -298,6 +315,7 @@ do_start() {
   fi
   printf 'PORTS="%s"\nMASTERS=%s\nREPLICAS=%s\n' "$ports" "$masters" "$replicas" >"$state"
   wait_up
+  creating=0
   echo "cluster.sh: $masters masters + $((masters * replicas)) replicas up on ports $ports; data in $dir"
   echo "  redis-cli -c -p $(echo $ports | cut -d' ' -f1) SEEN.ADD user:42:played v1 v2 v3"
 }
@@ -366,16 +384,24 @@ do_kill() {
   echo "cluster.sh: killed node $kill_port (pid $pid) with SIGKILL"
 }
 
+kill_all_nodes() { # SIGKILL every node of DIR still running, by its pid file
+  local d port pid
+  for d in "$dir"/node-*; do
+    [ -d "$d" ] || continue
+    port="${d##*/node-}"
+    if pid="$(node_pid "$port")"; then
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+}
+
 do_clean() {
   if [ -f "$state" ]; then
     do_stop
   elif [ -d "$dir" ] && [ -n "$(ls -A "$dir")" ]; then
-    # A creation that failed half-way: stop what started, by its pid files.
-    for d in "$dir"/node-*; do
-      local port="${d##*/node-}" pid
-      pid="$(node_pid "$port")" && kill -KILL "$pid" 2>/dev/null || true
-    done
+    # A creation that failed half-way.
     [ -n "$(ls -d "$dir"/node-* 2>/dev/null)" ] || die "$dir holds no cluster; not deleting it"
+    kill_all_nodes
   fi
   rm -rf "$dir"
   echo "cluster.sh: removed $dir"
