@@ -218,9 +218,11 @@ start_node() { # start_node PORT: start it unless it runs; wait until it answers
 }
 
 # Up means: every node says cluster_state:ok, sees every other node
-# connected and not failing, and every replica's link to its master is up.
+# connected and not failing, and as many nodes as the layout has replicas
+# are replicas with their link to the master up (a master restarted after
+# its replica took over is up only once it has turned into a replica).
 cluster_up() {
-  local port n nodes
+  local port n nodes linked=0
   n=$(echo $ports | wc -w)
   for port in $ports; do
     [ "$(field "$port" cluster cluster_state)" = ok ] || return 1
@@ -230,8 +232,10 @@ cluster_up() {
     if [ "$(field "$port" replication role)" = slave ]; then
       [ "$(field "$port" replication master_link_status)" = up ] || return 1
       [ "$(field "$port" replication master_sync_in_progress)" = 0 ] || return 1
+      linked=$((linked + 1))
     fi
   done
+  [ "$linked" -eq $((masters * replicas)) ]
 }
 
 wait_up() {

@@ -82,9 +82,11 @@ def test_replica_takes_over_with_every_acknowledged_write(make_cluster):
     for w in writers:
         assert not w.is_alive() and w.error is None, w.error
 
-    roles = {n["port"]: n for n in c.topology()}
-    assert roles[replica["port"]]["role"] == "master"
-    assert roles[victim["port"]]["master"] == replica["id"]
+    def roles_swapped():
+        nodes = {n["port"]: n for n in c.topology()}
+        return (nodes[replica["port"]]["role"] == "master" and
+                nodes[victim["port"]]["master"] == replica["id"])
+    wait_for(roles_swapped, timeout=30, what="every node to see the old master as a replica")
 
     rc = c.client()
     acked = uncertain = 0
