@@ -159,6 +159,10 @@ class Cluster:
             self.clients[port] = redis.Redis(host="127.0.0.1", port=port, socket_timeout=30)
         return self.clients[port]
 
+    def drop_clients(self):
+        for port in list(self.clients):
+            self.drop_client(port)
+
     def drop_client(self, port):
         c = self.clients.pop(port, None)
         if c is not None:
