@@ -44,7 +44,8 @@ options (start, when creating; an existing cluster keeps its settings):
   --masters N           masters (default 3; at least 3, as Redis Cluster needs)
   --replicas R          replicas per master (default 1)
   --port P              first port; nodes use P, P+1, ... (default 30001)
-  --ports P1,P2,...     the nodes' ports, instead of --port (masters + replicas of them)
+  --ports P1,P2,...     the nodes' ports, instead of --port (redis-cli --cluster
+                        create makes the first N masters)
   --bus-ports B1,B2,... their cluster bus ports (default: each port + 10000)
   --node-timeout MS     cluster-node-timeout: how long a silent node takes to be
                         declared failed (default 5000)
@@ -81,11 +82,11 @@ case "$command" in
 esac
 
 dir="${SEEN_CLUSTER_DIR:-$root/data/cluster}"
-masters=3 replicas=1 first_port=30001 ports="" bus_ports="" node_timeout=5000
+masters=3 replicas=1 first_port=30001 ports=() bus_ports=() node_timeout=5000
 appendfsync=everysec maxmemory=0 module="$root/build/seen.so" module_given=0
 timeout=60 kill_port="" extra=() creation_opts=()
 
-need() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value"; }
+need() { if [ $# -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value"; fi; }
 while [ $# -gt 0 ]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
@@ -94,8 +95,8 @@ while [ $# -gt 0 ]; do
     --masters) need "$@"; masters="$2"; creation_opts+=("$1"); shift 2 ;;
     --replicas) need "$@"; replicas="$2"; creation_opts+=("$1"); shift 2 ;;
     --port) need "$@"; first_port="$2"; creation_opts+=("$1"); shift 2 ;;
-    --ports) need "$@"; ports="${2//,/ }"; creation_opts+=("$1"); shift 2 ;;
-    --bus-ports) need "$@"; bus_ports="${2//,/ }"; creation_opts+=("$1"); shift 2 ;;
+    --ports) need "$@"; IFS=, read -ra ports <<<"$2"; creation_opts+=("$1"); shift 2 ;;
+    --bus-ports) need "$@"; IFS=, read -ra bus_ports <<<"$2"; creation_opts+=("$1"); shift 2 ;;
     --node-timeout) need "$@"; node_timeout="$2"; creation_opts+=("$1"); shift 2 ;;
     --appendfsync) need "$@"; appendfsync="$2"; creation_opts+=("$1"); shift 2 ;;
     --maxmemory) need "$@"; maxmemory="$2"; creation_opts+=("$1"); shift 2 ;;
@@ -111,9 +112,10 @@ while [ $# -gt 0 ]; do
 done
 
 is_uint() { [[ "$1" =~ ^[0-9]+$ ]]; }
-is_uint "$timeout" && [ "$timeout" -gt 0 ] || die "--timeout must be a positive number of seconds"
-mkdir -p "$(dirname "$dir")"
-dir="$(cd "$(dirname "$dir")" && pwd)/$(basename "$dir")"
+if ! is_uint "$timeout" || [ "$timeout" -eq 0 ]; then
+  die "--timeout must be a positive number of seconds"
+fi
+dir="$(realpath -m "$dir")"
 state="$dir/cluster.env"
 
 # ------------------------------------------------------------- helpers
@@ -153,9 +155,11 @@ running() { # running PID PORT: PID is a live (not zombie) redis-server on PORT
 
 load_state() {
   [ -f "$state" ] || die "no cluster in $dir (start one with: scripts/cluster.sh start --dir $dir)"
+  local PORTS MASTERS REPLICAS
   # shellcheck source=/dev/null
   . "$state"
-  ports="$PORTS" masters="$MASTERS" replicas="$REPLICAS"
+  read -ra ports <<<"$PORTS"
+  masters="$MASTERS" replicas="$REPLICAS"
 }
 
 write_config() { # write_config PORT BUSPORT
@@ -222,12 +226,11 @@ start_node() { # start_node PORT: start it unless it runs; wait until it answers
 # are replicas with their link to the master up (a master restarted after
 # its replica took over is up only once it has turned into a replica).
 cluster_up() {
-  local port n nodes linked=0
-  n=$(echo $ports | wc -w)
-  for port in $ports; do
+  local port nodes linked=0
+  for port in "${ports[@]}"; do
     [ "$(field "$port" cluster cluster_state)" = ok ] || return 1
     nodes="$(cli "$port" cluster nodes)" || return 1
-    [ "$(echo "$nodes" | grep -c ' connected')" -eq "$n" ] || return 1
+    [ "$(echo "$nodes" | grep -c ' connected')" -eq ${#ports[@]} ] || return 1
     ! echo "$nodes" | grep -Eq 'fail|handshake|noaddr|disconnected' || return 1
     if [ "$(field "$port" replication role)" = slave ]; then
       [ "$(field "$port" replication master_link_status)" = up ] || return 1
@@ -242,7 +245,7 @@ wait_up() {
   local deadline=$((SECONDS + timeout))
   until cluster_up; do
     if [ $SECONDS -ge $deadline ]; then
-      cli "$(echo $ports | cut -d' ' -f1)" cluster nodes >&2 || true
+      cli "${ports[0]}" cluster nodes >&2 || true
       die "the cluster in $dir was not up within $timeout s"
     fi
     sleep 0.2
@@ -256,9 +259,9 @@ do_start() {
     [ ${#creation_opts[@]} -eq 0 ] ||
       die "$dir already holds a cluster; ${creation_opts[*]} apply only when creating one (clean it first)"
     load_state
-    for port in $ports; do start_node "$port"; done
+    for port in "${ports[@]}"; do start_node "$port"; done
     wait_up
-    echo "cluster.sh: cluster in $dir is up on ports $ports"
+    echo "cluster.sh: cluster in $dir is up on ports ${ports[*]}"
     return
   fi
 
@@ -268,18 +271,17 @@ do_start() {
   [ "$masters" -ge 3 ] || die "Redis Cluster needs at least 3 masters"
   case "$appendfsync" in always | everysec | no) ;; *) die "--appendfsync: always, everysec or no" ;; esac
   n=$((masters * (replicas + 1)))
-  if [ -z "$ports" ]; then
-    ports="$(seq "$first_port" $((first_port + n - 1)) | tr '\n' ' ')"
+  if [ ${#ports[@]} -eq 0 ]; then
+    read -ra ports <<<"$(seq "$first_port" $((first_port + n - 1)) | tr '\n' ' ')"
   fi
-  ports="$(echo $ports)"
-  [ "$(echo $ports | wc -w)" -eq "$n" ] || die "--ports must list $n ports ($masters masters x $((replicas + 1)))"
-  if [ -n "$bus_ports" ]; then
-    [ "$(echo $bus_ports | wc -w)" -eq "$n" ] || die "--bus-ports must list $n ports"
+  [ ${#ports[@]} -eq "$n" ] || die "--ports must list $n ports ($masters masters x $((replicas + 1)))"
+  if [ ${#bus_ports[@]} -gt 0 ]; then
+    [ ${#bus_ports[@]} -eq "$n" ] || die "--bus-ports must list $n ports"
   else
-    for port in $ports; do bus_ports="$bus_ports $((port + 10000))"; done
+    for port in "${ports[@]}"; do bus_ports+=($((port + 10000))); done
   fi
-  for port in $ports $bus_ports; do
-    is_uint "$port" && [ "$port" -gt 0 ] && [ "$port" -lt 65536 ] || die "bad port '$port'"
+  for port in "${ports[@]}" "${bus_ports[@]}"; do
+    if ! is_uint "$port" || [ "$port" -eq 0 ] || [ "$port" -ge 65536 ]; then die "bad port '$port'"; fi
   done
   if [ ! -f "$module" ]; then
     [ "$module_given" = 0 ] || die "no module at $module"
@@ -301,33 +303,28 @@ do_start() {
   mkdir -p "$dir"
   [ -z "$(ls -A "$dir")" ] || die "$dir is not empty and holds no cluster.env"
   creating=1
-  i=1
-  for port in $ports; do
-    bus="$(echo $bus_ports | cut -d' ' -f$i)"
-    write_config "$port" "$bus"
-    i=$((i + 1))
-  done
-  for port in $ports; do start_node "$port"; done
+  for i in "${!ports[@]}"; do write_config "${ports[$i]}" "${bus_ports[$i]}"; done
+  for port in "${ports[@]}"; do start_node "$port"; done
 
   local addrs=()
-  for port in $ports; do addrs+=("127.0.0.1:$port"); done
+  for port in "${ports[@]}"; do addrs+=("127.0.0.1:$port"); done
   # All nodes share one host, which redis-cli warns about; that is expected.
   if ! timeout "$timeout" "$REDIS_CLI" --cluster create "${addrs[@]}" \
     --cluster-replicas "$replicas" --cluster-yes >"$dir/create.log" 2>&1; then
     tail -n 20 "$dir/create.log" >&2
     die "redis-cli --cluster create failed (log: $dir/create.log); scripts/cluster.sh clean --dir $dir removes it"
   fi
-  printf 'PORTS="%s"\nMASTERS=%s\nREPLICAS=%s\n' "$ports" "$masters" "$replicas" >"$state"
+  printf 'PORTS="%s"\nMASTERS=%s\nREPLICAS=%s\n' "${ports[*]}" "$masters" "$replicas" >"$state"
   wait_up
   creating=0
-  echo "cluster.sh: $masters masters + $((masters * replicas)) replicas up on ports $ports; data in $dir"
-  echo "  redis-cli -c -p $(echo $ports | cut -d' ' -f1) SEEN.ADD user:42:played v1 v2 v3"
+  echo "cluster.sh: $masters masters + $((masters * replicas)) replicas up on ports ${ports[*]}; data in $dir"
+  echo "  redis-cli -c -p ${ports[0]} SEEN.ADD user:42:played v1 v2 v3"
 }
 
 do_stop() {
   local port pid pids=() deadline
   load_state
-  for port in $ports; do
+  for port in "${ports[@]}"; do
     if pid="$(node_pid "$port")"; then
       kill -TERM "$pid" 2>/dev/null || true
       pids+=("$port:$pid")
@@ -350,10 +347,10 @@ do_stop() {
 }
 
 do_status() {
-  local port pid role master slots keys mem myid
+  local port pid role master slots keys mem myid state_seen=""
   load_state
   printf '%-6s %-8s %-7s %-40s %-6s %-9s %-8s\n' port pid role "node id / master" slots keys memory
-  for port in $ports; do
+  for port in "${ports[@]}"; do
     if ! pid="$(node_pid "$port")"; then
       printf '%-6s %-8s\n' "$port" down
       continue
@@ -371,17 +368,16 @@ do_status() {
     keys="$(cli "$port" dbsize | tr -dc 0-9)"
     mem="$(field "$port" memory used_memory_human)"
     printf '%-6s %-8s %-7s %-40s %-6s %-9s %-8s\n' "$port" "$pid" "$role" "$master" "$slots" "$keys" "$mem"
+    [ -n "$state_seen" ] || state_seen="$(field "$port" cluster cluster_state)"
   done
-  port="$(echo $ports | cut -d' ' -f1)"
-  for p in $ports; do node_pid "$p" >/dev/null && { port="$p"; break; }; done
-  echo "cluster_state: $(field "$port" cluster cluster_state || echo unknown)"
+  echo "cluster_state: ${state_seen:-unknown}"
 }
 
 do_kill() {
   local pid
   load_state
   [ -n "$kill_port" ] || die "kill needs a PORT"
-  [[ " $ports " == *" $kill_port "* ]] || die "$kill_port is not a node of the cluster in $dir"
+  [[ " ${ports[*]} " == *" $kill_port "* ]] || die "$kill_port is not a node of the cluster in $dir"
   pid="$(node_pid "$kill_port")" || die "node $kill_port is not running"
   kill -KILL "$pid"
   while running "$pid" "$kill_port"; do sleep 0.05; done
