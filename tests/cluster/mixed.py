@@ -223,7 +223,8 @@ class Worker(threading.Thread):
         model = self.models.get(key)
         if model is not None and model.policy != BIG:
             self.reset(key)
-        items = [str(self.rng.randrange(POOL, FRESH)) for _ in range(self.rng.randrange(2000, 6000))]
+        n = self.rng.randrange(2000, 6000)
+        items = [str(self.rng.randrange(POOL, FRESH)) for _ in range(n)]
         lo = now_ms()
         reply = self.write(key, "SEEN.INSERT", key, *BIG.args(), "BULK", "\n".join(items))
         hi = now_ms()

@@ -196,7 +196,8 @@ class Judge:
                 self.fail(where, "%s: want %s, got %s" % (item, want, seen))
 
     def within(self, where, what, value, bounds):
-        self.check(where, bounds[0] <= value <= bounds[1], "%s %s not in %s" % (what, value, bounds))
+        self.check(where, bounds[0] <= value <= bounds[1],
+                   "%s %s not in %s" % (what, value, bounds))
 
     def check(self, where, ok, text):
         self.checks += 1

@@ -5,8 +5,8 @@ one connection per node, followed on that same connection by
 writes), and it says exactly what it knows about a write's outcome.
 
 It follows MOVED (refreshing the slot map), ASK (ASKING on the target, where
-the WAIT then goes too), TRYAGAIN and CLUSTERDOWN (retrying), and for a
-read a broken connection (retrying on the refreshed map).  A write whose
+the WAIT then goes too), TRYAGAIN, CLUSTERDOWN and LOADING (retrying), and
+for a read a broken connection (retrying on the refreshed map).  A write whose
 connection breaks, or that no replica acknowledges in time, raises
 Uncertain: it may or may not have happened.  A write refused with an
 error (OOM included) happened not at all: ResponseError.  No command is
@@ -17,8 +17,8 @@ import time
 import redis
 from redis.cluster import ClusterParser
 from redis.crc import key_slot
-from redis.exceptions import (AskError, ClusterDownError, MasterDownError, MovedError,
-                              TryAgainError)
+from redis.exceptions import (AskError, BusyLoadingError, ClusterDownError, MasterDownError,
+                              MovedError, TryAgainError)
 
 RETRY = (TryAgainError, ClusterDownError, MasterDownError)
 BROKEN = (redis.ConnectionError, redis.TimeoutError)
@@ -121,6 +121,13 @@ class Router:
                 pipe.execute_command("WAIT", self.acks, self.wait_ms)
             try:
                 replies = pipe.execute(raise_on_error=False)
+            except BusyLoadingError:
+                # A restarted node still loading its data refused the
+                # command (redis-py raises this one at once, and drops the
+                # connection with the replies after it).
+                self.redirects["retry"] += 1
+                time.sleep(0.1)
+                continue
             except BROKEN as e:
                 self.redirects["broken"] += 1
                 self.drop(port)

@@ -1,7 +1,10 @@
 """test_workload.py — a bounded mixed workload (mixed.py) on a cluster
-under maxmemory, with the cluster's own events happening underneath:
+under maxmemory, with the cluster's own events happening underneath, once
+per cycle of about two minutes (one cycle in the CI run):
 
-  at 25% of the run  a reshard moves slots (and their keys) between masters;
+  at 25% of a cycle  a reshard moves slots (and their keys) to another
+                     master (maxmemory is relaxed first: MIGRATE into a full
+                     node is refused, see docs/operations.md);
   at 45%             every master's maxmemory is lowered to just above what
                      it uses, so writes start failing with OOM until the
                      workers free memory (DEL of their largest keys);
@@ -24,8 +27,10 @@ from model import Judge
 
 SECONDS = float(os.environ.get("SEEN_CLUSTER_WORKLOAD_SECONDS", "120"))
 SEED = int(os.environ.get("SEEN_CLUSTER_SEED", "1"))
+MAXMEMORY = 256 * 2 ** 20
 # maxmemory, once squeezed: this much above what a master uses.
 MARGIN = 512 * 1024
+CYCLE = 120  # seconds
 
 
 class Events(threading.Thread):
@@ -36,8 +41,14 @@ class Events(threading.Thread):
         super().__init__(daemon=True)
         self.cluster = cluster
         self.start_time = time.monotonic()
-        self.plan = [(0.25 * seconds, self.reshard), (0.45 * seconds, self.squeeze_memory),
-                     (0.65 * seconds, self.failover)]
+        cycles = max(1, int(seconds // CYCLE))
+        length = seconds / cycles
+        self.plan = []
+        for c in range(cycles):
+            self.plan += [(length * (c + 0.25), self.reshard),
+                          (length * (c + 0.45), self.squeeze_memory),
+                          (length * (c + 0.65), self.failover)]
+        self.reshards = 0
         self.log = []
         self.error = None
 
@@ -56,7 +67,11 @@ class Events(threading.Thread):
 
     def reshard(self):
         masters = sorted(self.cluster.masters(), key=lambda n: n["port"])
-        src, dst = masters[0], masters[1]
+        src = masters[self.reshards % len(masters)]
+        dst = masters[(self.reshards + 1) % len(masters)]
+        self.reshards += 1
+        for m in masters:
+            self.cluster.node(m["port"]).config_set("maxmemory", MAXMEMORY)
         redis_cli("--cluster", "reshard", "127.0.0.1:%d" % src["port"], "--cluster-from",
                   src["id"], "--cluster-to", dst["id"], "--cluster-slots", 300,
                   "--cluster-yes", timeout=180)
@@ -72,8 +87,8 @@ class Events(threading.Thread):
         return used
 
     def squeeze_memory(self):
-        return ", ".join("%d: %.1f MB + %d kB" % (m["port"], self.squeeze(m["port"]) / 2 ** 20, MARGIN >> 10)
-                         for m in self.cluster.masters())
+        return ", ".join("%d: %.1f MB + %d kB" % (m["port"], self.squeeze(m["port"]) / 2 ** 20,
+                                                  MARGIN >> 10) for m in self.cluster.masters())
 
     def failover(self):
         c = self.cluster
@@ -91,7 +106,7 @@ class Events(threading.Thread):
 
 
 def test_mixed_workload_under_maxmemory_and_faults(make_cluster):
-    cluster = make_cluster(maxmemory="256mb", node_timeout=2000)
+    cluster = make_cluster(maxmemory=MAXMEMORY, node_timeout=2000)
     workers = mixed.run_workers(cluster.ports, SECONDS, seed=SEED)
     events = Events(cluster, SECONDS)
     events.start()
