@@ -6,24 +6,20 @@ Every wait is bounded, so a server that does not come up fails the test
 instead of hanging the run.
 """
 import os
-import socket
 import subprocess
 import time
 
 import pytest
 import redis
 
+# Re-exported: the tests import them from here.
+from helpers import free_port, info_map, info_value, server_ms  # noqa: F401
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULE = os.path.abspath(os.environ.get("SEEN_MODULE", os.path.join(ROOT, "build", "seen.so")))
 REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
 # A sanitized module needs its runtime loaded before anything else.
 REDIS_PRELOAD = os.environ.get("REDIS_PRELOAD")
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:
@@ -135,29 +131,6 @@ def make_server(tmp_path):
     for server in servers:
         server.stop()
         server.kill()
-
-
-def server_ms(client):
-    """The server's clock, in ms since the epoch."""
-    sec, usec = client.time()
-    return sec * 1000 + usec // 1000
-
-
-def info_map(reply):
-    """SEEN.INFO's RESP2 flat list as a dict (nested maps too)."""
-    if isinstance(reply, list) and len(reply) % 2 == 0 and all(
-            isinstance(k, bytes) for k in reply[0::2]):
-        return {k.decode(): info_value(v) for k, v in zip(reply[0::2], reply[1::2])}
-    return reply
-
-
-def info_value(v):
-    if isinstance(v, list):
-        as_map = info_map(v)
-        if isinstance(as_map, dict):
-            return as_map
-        return [info_value(x) for x in v]
-    return v
 
 
 def raw(client, *args):

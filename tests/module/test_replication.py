@@ -5,19 +5,8 @@ RDB), the rest after (it arrives as the replicated command stream).  The
 replica is given other defaults on purpose: a key made by SEEN.ADD must
 still get the master's policy, because the master replicates it explicitly.
 """
-import time
-
 import workload
-from conftest import server_ms
-
-
-def wait_for(predicate, timeout=20, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
+from helpers import server_ms, wait_for
 
 
 def test_replica_digests_match(make_server):

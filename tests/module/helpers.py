@@ -1,0 +1,47 @@
+"""helpers.py — small helpers shared by the module tests (tests/module) and
+the cluster tests (tests/cluster, which put this directory on sys.path):
+free ports, the server's clock, bounded waits, SEEN.INFO replies as dicts."""
+import socket
+import time
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_ms(client):
+    """The server's clock, in ms since the epoch."""
+    sec, usec = client.time()
+    return sec * 1000 + usec // 1000
+
+
+def wait_for(predicate, timeout=20, what="condition", interval=0.05):
+    """Poll predicate() until it is true; fail after timeout seconds.
+    Returns the predicate's (true) value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def info_map(reply):
+    """SEEN.INFO's RESP2 flat list as a dict (nested maps too)."""
+    if isinstance(reply, list) and len(reply) % 2 == 0 and all(
+            isinstance(k, bytes) for k in reply[0::2]):
+        return {k.decode(): info_value(v) for k, v in zip(reply[0::2], reply[1::2])}
+    return reply
+
+
+def info_value(v):
+    if isinstance(v, list):
+        as_map = info_map(v)
+        if isinstance(as_map, dict):
+            return as_map
+        return [info_value(x) for x in v]
+    return v
