@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -18,6 +19,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
+# The module tests' conftest imports its neighbour helpers.py.
+sys.path.insert(0, os.path.join(ROOT, "tests", "module"))
 _spec = importlib.util.spec_from_file_location(
     "seen_module_fixtures", os.path.join(ROOT, "tests", "module", "conftest.py"))
 module_fixtures = importlib.util.module_from_spec(_spec)

@@ -47,24 +47,34 @@ def test_all_events_land_and_are_acknowledged(redis_server, ingesters):
     assert stats["lag"] == 0
 
 
+def entries_read(client, group="seen-ingest", stream="events"):
+    groups = {g["name"].decode(): g for g in client.xinfo_groups(stream)}
+    g = groups.get(group)
+    return (g and g["entries-read"]) or 0
+
+
 def test_kill9_and_restart_lose_nothing(redis_server, ingesters):
     client = redis_server.client()
-    lines, expected = make_events(40000, users=400, spread_ms=3_600_000)
+    total = 80000
+    lines, expected = make_events(total, users=400, spread_ms=3_600_000)
     xadd_json(client, lines)
     args = stream_args(redis_server, "--consumer", "c1", "--batch-events", "500",
                        "--flush-interval", "10ms")
-    for delay in (0.3, 0.1):
+    # Kill on progress, not on a timer: the ingester drains tens of thousands
+    # of entries in a fraction of a second, so any fixed sleep is a race.
+    for kill_after in (total // 8, total // 3):
         ing = ingesters(args).start()
-        ing.wait(lambda: client.xinfo_groups("events") and
-                 client.xinfo_groups("events")[0]["entries-read"], 30, "a first read")
-        time.sleep(delay)
+        deadline = time.monotonic() + 30
+        while entries_read(client) < kill_after:
+            assert time.monotonic() < deadline, "no progress to %d entries" % kill_after
+            time.sleep(0.0005)
         ing.kill9()
     assert not drained(client), "the kills should have come before the end"
     ing = ingesters(args).start()
     ing.wait(lambda: drained(client), 90, "all entries acknowledged after restart")
     assert ing.stop() == 0, ing.log()[-3000:]
     assert missing_items(client, expected) == {}
-    assert total_count(client, expected) == 40000
+    assert total_count(client, expected) == total
 
 
 def test_entries_of_a_vanished_consumer_are_claimed(redis_server, ingesters):
