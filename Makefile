@@ -27,7 +27,7 @@ CORE_SAN_OBJ = $(CORE_SRC:src/core/%.c=$(SAN)/core/%.o)
 CORE_HDR = include/seen.h $(wildcard src/core/*.h)
 
 .PHONY: all lib module clean test test-unit test-fuzz test-module test-module-san fuzz \
-	fuzz-corpus bench-core bench-alternatives format
+	fuzz-corpus bench-core bench-alternatives format format-check
 all: lib module
 
 lib: $(BUILD)/libseen.a
@@ -97,8 +97,14 @@ test-module-san: $(SAN)/seen.so
 clean:
 	rm -rf $(BUILD)
 
+FORMATTED = $(wildcard include/*.h src/*/*.c src/*/*.h tests/*/*.c bench/*.c bench/*.h)
+
 format:
-	clang-format -i include/*.h src/*/*.c src/*/*.h tests/*/*.c bench/*.c
+	clang-format -i $(FORMATTED)
+
+# Part of `make test`, so code that drifts from .clang-format fails CI.
+format-check:
+	clang-format --dry-run -Werror $(FORMATTED)
 
 # ------------------------------------------------------------------ tests
 # Unit tests link the library's internals (white-box tests of the codec).
@@ -156,7 +162,7 @@ fuzz-corpus: $(BUILD)/tests/make_corpus
 EXTRA_TESTS =
 -include $(sort $(wildcard mk/*.mk))
 
-test: test-unit test-fuzz test-module test-module-san $(EXTRA_TESTS)
+test: format-check test-unit test-fuzz test-module test-module-san $(EXTRA_TESTS)
 
 # --------------------------------------------------------------- benchmarks
 $(BUILD)/bench/bench_core: bench/bench_core.c $(BUILD)/libseen.a

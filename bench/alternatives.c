@@ -121,7 +121,7 @@ static void run(size_t n)
     /* Keys and times as the library would see them. */
     uint64_t *keys = malloc(n * sizeof *keys);
     int64_t *at = malloc(n * sizeof *at);
-    char (*ids)[25] = malloc(n * 25);
+    char(*ids)[25] = malloc(n * 25);
     seen_str *strs = malloc(n * sizeof *strs);
     int64_t start = INT64_C(1763700000000) - WINDOW;
     for (size_t i = 0; i < n; i++) {
@@ -185,9 +185,9 @@ static void run(size_t n)
         bloom += (double)held[k] * log2(nslices / ERROR) / log(2);
 
     double lb = log2(1 / ERROR);
-    printf("| %zu | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", n,
-           lib_bits, golomb / n, rice / n, ef / n, one / n + fixed_tags, one / n + basek_tags,
-           bloom / n, lb, lb + h);
+    printf("| %zu | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", n, lib_bits,
+           golomb / n, rice / n, ef / n, one / n + fixed_tags, one / n + basek_tags, bloom / n, lb,
+           lb + h);
     for (size_t k = 0; k < nslices; k++)
         free(per[k]);
     free(per);

@@ -267,12 +267,14 @@ int main(int argc, char **argv)
            "4 slices; timestamps spread over the window\n",
            lb);
     printf("baseline: in-process hash set of 64-bit item hashes, load <= 1/2 (exact)\n\n");
-    printf("| items | bits/item | x bound | baseline bits | memory vs baseline | measured FPR | "
-           "ns/candidate (10k batch) | baseline ns | us per 10k batch | us/add | baseline us/add |\n");
+    printf(
+        "| items | bits/item | x bound | baseline bits | memory vs baseline | measured FPR | "
+        "ns/candidate (10k batch) | baseline ns | us per 10k batch | us/add | baseline us/add |\n");
     printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < nsizes; i++) {
         result r = bench_size(sizes[i]);
-        printf("| %zu | %.2f | %.2f | %.0f | %.1fx smaller | %.5f | %.1f | %.1f | %.0f | %.2f | %.3f |\n",
+        printf("| %zu | %.2f | %.2f | %.0f | %.1fx smaller | %.5f | %.1f | %.1f | %.0f | %.2f | "
+               "%.3f |\n",
                r.n, r.bits, r.bits / lb, r.base_bits, r.base_bits / r.bits, r.fpr, r.ns_cand,
                r.base_ns_cand, r.ns_cand * 10, r.us_add, r.base_us_add);
         fflush(stdout);

@@ -1783,7 +1783,8 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
                         cmd_us - CORE[h][b10].query_us);
             else if (METHODS[mi2].kind == K_SEEN)
                 fprintf(f, " %.0f (%.0f) | ≈0 (noise) |", CORE[h][b10].query_us,
-                        CORE[h][b10].hash_us), core_noise = 1;
+                        CORE[h][b10].hash_us),
+                    core_noise = 1;
             else
                 fprintf(f, " | |");
             fprintf(f, " %.0f |\n", srv_us * 1e3 / C.batch[b10]);

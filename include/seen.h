@@ -38,32 +38,32 @@ extern "C" {
 #define SEEN_VERSION_STRING "0.1.0"
 
 /* Limits.  Inputs beyond them are rejected with an error, never truncated. */
-#define SEEN_MAX_ITEM_LEN 512u          /* bytes in a string item */
-#define SEEN_MAX_BATCH (1u << 20)       /* items in one add/filter/remove */
-#define SEEN_MAX_SLICES 64u             /* time slices per window */
+#define SEEN_MAX_ITEM_LEN 512u                               /* bytes in a string item */
+#define SEEN_MAX_BATCH (1u << 20)                            /* items in one add/filter/remove */
+#define SEEN_MAX_SLICES 64u                                  /* time slices per window */
 #define SEEN_MAX_WINDOW_MS (100ull * 366 * 24 * 3600 * 1000) /* ~100 years */
-#define SEEN_MAX_TIME_MS (1ll << 50)    /* latest accepted timestamp */
-#define SEEN_MIN_ERROR 1e-9             /* smallest accepted error bound */
-#define SEEN_MAX_CAPACITY (1ull << 32)  /* largest count cap */
+#define SEEN_MAX_TIME_MS (1ll << 50)                         /* latest accepted timestamp */
+#define SEEN_MIN_ERROR 1e-9                                  /* smallest accepted error bound */
+#define SEEN_MAX_CAPACITY (1ull << 32)                       /* largest count cap */
 
 typedef enum seen_err {
     SEEN_OK = 0,
-    SEEN_ERR_NOMEM,          /* an allocation failed */
-    SEEN_ERR_ARG,            /* a NULL pointer or an impossible argument */
-    SEEN_ERR_WINDOW,         /* window out of range or shorter than slices */
-    SEEN_ERR_SLICES,         /* slices not in 1..SEEN_MAX_SLICES */
-    SEEN_ERR_ERROR_RATE,     /* error rate not 0 and not in [1e-9, 0.5) */
-    SEEN_ERR_CAPACITY,       /* capacity above SEEN_MAX_CAPACITY */
-    SEEN_ERR_IDS,            /* unknown id kind, or items of the other kind */
-    SEEN_ERR_ITEM_LEN,       /* a string item is empty or too long */
-    SEEN_ERR_BATCH,          /* a batch larger than SEEN_MAX_BATCH */
-    SEEN_ERR_TIME,           /* a timestamp below 0 or above SEEN_MAX_TIME_MS */
-    SEEN_ERR_BUFFER,         /* the output buffer is too small */
-    SEEN_ERR_FORMAT_MAGIC,   /* serialized bytes do not start with "SEEN" */
-    SEEN_ERR_FORMAT_VERSION, /* serialized by a newer, unknown format */
-    SEEN_ERR_FORMAT_CHECKSUM,/* serialized bytes fail their checksum */
-    SEEN_ERR_FORMAT_TRUNCATED,/* serialized bytes end early */
-    SEEN_ERR_FORMAT_CORRUPT, /* a field is out of range or inconsistent */
+    SEEN_ERR_NOMEM,            /* an allocation failed */
+    SEEN_ERR_ARG,              /* a NULL pointer or an impossible argument */
+    SEEN_ERR_WINDOW,           /* window out of range or shorter than slices */
+    SEEN_ERR_SLICES,           /* slices not in 1..SEEN_MAX_SLICES */
+    SEEN_ERR_ERROR_RATE,       /* error rate not 0 and not in [1e-9, 0.5) */
+    SEEN_ERR_CAPACITY,         /* capacity above SEEN_MAX_CAPACITY */
+    SEEN_ERR_IDS,              /* unknown id kind, or items of the other kind */
+    SEEN_ERR_ITEM_LEN,         /* a string item is empty or too long */
+    SEEN_ERR_BATCH,            /* a batch larger than SEEN_MAX_BATCH */
+    SEEN_ERR_TIME,             /* a timestamp below 0 or above SEEN_MAX_TIME_MS */
+    SEEN_ERR_BUFFER,           /* the output buffer is too small */
+    SEEN_ERR_FORMAT_MAGIC,     /* serialized bytes do not start with "SEEN" */
+    SEEN_ERR_FORMAT_VERSION,   /* serialized by a newer, unknown format */
+    SEEN_ERR_FORMAT_CHECKSUM,  /* serialized bytes fail their checksum */
+    SEEN_ERR_FORMAT_TRUNCATED, /* serialized bytes end early */
+    SEEN_ERR_FORMAT_CORRUPT,   /* a field is out of range or inconsistent */
     SEEN_ERR__COUNT
 } seen_err;
 
@@ -133,20 +133,20 @@ const seen_policy *seen_get_policy(const seen_set *set);
  * at `now` are ignored.  *added (may be NULL) receives how many items were
  * not seen before the call — adding an item again is idempotent.
  */
-seen_err seen_add_str(seen_set *set, const seen_str *items, size_t n,
-                      const int64_t *at, int64_t now, size_t *added);
-seen_err seen_add_int(seen_set *set, const uint64_t *items, size_t n,
-                      const int64_t *at, int64_t now, size_t *added);
+seen_err seen_add_str(seen_set *set, const seen_str *items, size_t n, const int64_t *at,
+                      int64_t now, size_t *added);
+seen_err seen_add_int(seen_set *set, const uint64_t *items, size_t n, const int64_t *at,
+                      int64_t now, size_t *added);
 
 /*
  * Which of n candidates are seen at time `now`: seen[i] is set to 1 for a
  * seen candidate and left untouched otherwise, so the caller can OR the
  * answers of several sets (clear the array first for a single set).
  */
-seen_err seen_filter_str(const seen_set *set, const seen_str *items, size_t n,
-                         int64_t now, uint8_t *seen);
-seen_err seen_filter_int(const seen_set *set, const uint64_t *items, size_t n,
-                         int64_t now, uint8_t *seen);
+seen_err seen_filter_str(const seen_set *set, const seen_str *items, size_t n, int64_t now,
+                         uint8_t *seen);
+seen_err seen_filter_int(const seen_set *set, const uint64_t *items, size_t n, int64_t now,
+                         uint8_t *seen);
 
 /*
  * Forget items ("un-see").  *removed receives how many of them were seen.
@@ -154,10 +154,10 @@ seen_err seen_filter_int(const seen_set *set, const uint64_t *items, size_t n,
  * also forgets any other item sharing that fingerprint (probability about
  * error / items per other item) — see docs/DESIGN.md.
  */
-seen_err seen_remove_str(seen_set *set, const seen_str *items, size_t n,
-                         int64_t now, size_t *removed);
-seen_err seen_remove_int(seen_set *set, const uint64_t *items, size_t n,
-                         int64_t now, size_t *removed);
+seen_err seen_remove_str(seen_set *set, const seen_str *items, size_t n, int64_t now,
+                         size_t *removed);
+seen_err seen_remove_int(seen_set *set, const uint64_t *items, size_t n, int64_t now,
+                         size_t *removed);
 
 /* Drop what has expired at `now` and reclaim its memory. */
 seen_err seen_expire(seen_set *set, int64_t now);
@@ -174,8 +174,7 @@ seen_err seen_query_str(const seen_str *items, size_t n, seen_query **out);
 seen_err seen_query_int(const uint64_t *items, size_t n, seen_query **out);
 size_t seen_query_count(const seen_query *query);
 /* OR the answers of `set` into seen[0..count-1]. */
-seen_err seen_query_run(const seen_set *set, seen_query *query, int64_t now,
-                        uint8_t *seen);
+seen_err seen_query_run(const seen_set *set, seen_query *query, int64_t now, uint8_t *seen);
 void seen_query_free(seen_query *query);
 
 /* ------------------------------------------------------------ inspection */
@@ -215,25 +214,23 @@ typedef enum seen_encoding {
 typedef struct seen_run_info {
     seen_encoding encoding;
     uint64_t items;
-    uint64_t bytes;         /* bytes requested for it */
-    uint64_t held;          /* bytes the allocator holds for it (size classes) */
-    uint32_t blocks;        /* allocations it is stored in */
-    double bits_per_item;   /* payload bits per item */
-    double fpr;             /* this run's share of the false-positive rate */
-    uint32_t segments;      /* slices/segments it holds items of */
+    uint64_t bytes;       /* bytes requested for it */
+    uint64_t held;        /* bytes the allocator holds for it (size classes) */
+    uint32_t blocks;      /* allocations it is stored in */
+    double bits_per_item; /* payload bits per item */
+    double fpr;           /* this run's share of the false-positive rate */
+    uint32_t segments;    /* slices/segments it holds items of */
 } seen_run_info;
 
 /* Fill up to `cap` entries; return how many exist. */
-size_t seen_segments(const seen_set *set, int64_t now, seen_segment_info *out,
-                     size_t cap);
+size_t seen_segments(const seen_set *set, int64_t now, seen_segment_info *out, size_t cap);
 size_t seen_runs(const seen_set *set, seen_run_info *out, size_t cap);
 
 /* ---------------------------------------------------------- serialization */
 
 /* Exact size seen_serialize() will write. */
 size_t seen_serialized_size(const seen_set *set);
-seen_err seen_serialize(const seen_set *set, uint8_t *buf, size_t cap,
-                        size_t *written);
+seen_err seen_serialize(const seen_set *set, uint8_t *buf, size_t cap, size_t *written);
 /* Validates every field; malformed input gets an error, never a crash. */
 seen_err seen_deserialize(const uint8_t *buf, size_t len, seen_set **out);
 

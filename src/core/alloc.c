@@ -7,9 +7,18 @@
 
 #include <stdlib.h>
 
-static void *libc_malloc(size_t size) { return malloc(size); }
-static void *libc_realloc(void *ptr, size_t size) { return realloc(ptr, size); }
-static void libc_free(void *ptr) { free(ptr); }
+static void *libc_malloc(size_t size)
+{
+    return malloc(size);
+}
+static void *libc_realloc(void *ptr, size_t size)
+{
+    return realloc(ptr, size);
+}
+static void libc_free(void *ptr)
+{
+    free(ptr);
+}
 
 static seen_allocator current = {libc_malloc, libc_realloc, libc_free, NULL};
 
@@ -23,7 +32,10 @@ void seen_set_allocator(const seen_allocator *alloc)
     current = *alloc;
 }
 
-void *seen__malloc(size_t size) { return current.malloc_fn(size ? size : 1); }
+void *seen__malloc(size_t size)
+{
+    return current.malloc_fn(size ? size : 1);
+}
 
 void *seen__calloc(size_t count, size_t size)
 {
@@ -58,7 +70,10 @@ size_t seen__alloc_size(void *ptr, size_t requested)
     return requested;
 }
 
-bool seen__alloc_rounds(void) { return current.usable_size_fn != NULL; }
+bool seen__alloc_rounds(void)
+{
+    return current.usable_size_fn != NULL;
+}
 
 size_t seen__alloc_class(size_t size)
 {

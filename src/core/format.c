@@ -40,7 +40,10 @@ static void put(wbuf *w, const void *src, size_t n)
     w->len += n;
 }
 
-static void put_u8(wbuf *w, uint8_t v) { put(w, &v, 1); }
+static void put_u8(wbuf *w, uint8_t v)
+{
+    put(w, &v, 1);
+}
 
 static void put_u16(wbuf *w, uint16_t v)
 {
@@ -203,10 +206,22 @@ static uint64_t get_le(rbuf *r, unsigned bytes)
     return v;
 }
 
-static uint8_t get_u8(rbuf *r) { return (uint8_t)get_le(r, 1); }
-static uint16_t get_u16(rbuf *r) { return (uint16_t)get_le(r, 2); }
-static uint32_t get_u32(rbuf *r) { return (uint32_t)get_le(r, 4); }
-static uint64_t get_u64(rbuf *r) { return get_le(r, 8); }
+static uint8_t get_u8(rbuf *r)
+{
+    return (uint8_t)get_le(r, 1);
+}
+static uint16_t get_u16(rbuf *r)
+{
+    return (uint16_t)get_le(r, 2);
+}
+static uint32_t get_u32(rbuf *r)
+{
+    return (uint32_t)get_le(r, 4);
+}
+static uint64_t get_u64(rbuf *r)
+{
+    return get_le(r, 8);
+}
 
 static double get_f64(rbuf *r)
 {
@@ -216,7 +231,10 @@ static double get_f64(rbuf *r)
     return d;
 }
 
-static bool time_ok(int64_t t) { return t >= 0 && t <= SEEN_MAX_TIME_MS; }
+static bool time_ok(int64_t t)
+{
+    return t >= 0 && t <= SEEN_MAX_TIME_MS;
+}
 
 /* Segment ids sorted, with their table positions, for lookups that stay
  * fast however many segments a crafted input claims. */
@@ -414,8 +432,8 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
         r.w_items = get_u8(rb);
         if (rb->short_read)
             return SEEN_ERR_FORMAT_TRUNCATED;
-        if (r.c == 0 || ((s->budget == 0 || s->plan_c == 0) && r.c != 1) || r.n == 0 || r.nsegs == 0 ||
-            r.nsegs > SEEN_MAX_SEGMENTS || r.code_bits > (UINT64_C(1) << 58) ||
+        if (r.c == 0 || ((s->budget == 0 || s->plan_c == 0) && r.c != 1) || r.n == 0 ||
+            r.nsegs == 0 || r.nsegs > SEEN_MAX_SEGMENTS || r.code_bits > (UINT64_C(1) << 58) ||
             r.nbuckets == 0 || r.nbuckets > r.n || r.w_bits > 62 || r.w_items > 40)
             return CORRUPT;
         size_t payload = run_payload_bytes(&r);

@@ -139,8 +139,7 @@ static inline uint64_t seen__peek(const uint8_t *buf, uint64_t pos)
     return seen__load64le(buf + (pos >> 3)) >> (pos & 7);
 }
 
-static inline uint64_t seen__read_bits(const uint8_t *buf, uint64_t pos,
-                                       unsigned n)
+static inline uint64_t seen__read_bits(const uint8_t *buf, uint64_t pos, unsigned n)
 {
     if (n == 0)
         return 0;
@@ -232,20 +231,20 @@ static inline uint64_t seen__div(const seen__divider *v, uint64_t n)
  * described at the top of run.c.
  */
 typedef struct seen__run {
-    uint64_t c;          /* divisor: value = key / c */
-    uint64_t base;       /* smallest value */
-    uint64_t span;       /* largest value - base */
-    uint64_t golomb_m;   /* Golomb parameter of the gaps */
-    uint64_t bucket_w;   /* bucket of v = (v - base) / bucket_w */
-    uint64_t code_bits;  /* bits of Golomb codes */
+    uint64_t c;            /* divisor: value = key / c */
+    uint64_t base;         /* smallest value */
+    uint64_t span;         /* largest value - base */
+    uint64_t golomb_m;     /* Golomb parameter of the gaps */
+    uint64_t bucket_w;     /* bucket of v = (v - base) / bucket_w */
+    uint64_t code_bits;    /* bits of Golomb codes */
     int64_t idx_min_bits;  /* smallest deviation of a bucket's bit offset */
     int64_t idx_min_items; /* smallest deviation of a bucket's first item */
-    uint32_t n;          /* values */
+    uint32_t n;            /* values */
     uint32_t nbuckets;
-    uint32_t nsegs;      /* tag alphabet: segment ids, oldest first */
-    uint8_t w_bits;      /* index field widths */
+    uint32_t nsegs; /* tag alphabet: segment ids, oldest first */
+    uint8_t w_bits; /* index field widths */
     uint8_t w_items;
-    uint8_t *mem;        /* segment ids, index, tags, codes, padding */
+    uint8_t *mem; /* segment ids, index, tags, codes, padding */
     /* A large run may keep the codes of its last buckets in a second block
      * (see seen__run_split); tail[0] holds code bit tail_bit & ~7, and the
      * buckets starting at or after tail_bit are read from it. */
@@ -277,9 +276,8 @@ size_t seen__run_index_bytes(const seen__run *r);
 size_t seen__run_tag_bytes(const seen__run *r);
 
 /* Encode n >= 1 strictly increasing values with tags < nsegs. */
-seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals,
-                          const uint16_t *tags, size_t n,
-                          const uint32_t *seg_ids, uint32_t nsegs);
+seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
+                          size_t n, const uint32_t *seg_ids, uint32_t nsegs);
 /* Decode every value and tag of a valid run into arrays of r->n entries. */
 void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags);
 /* Check a run read from untrusted bytes: header fields, index, every code,
@@ -295,14 +293,13 @@ typedef struct seen__cursor {
     seen__divider bucket_div;
     seen__divider tag_div;
     const uint8_t *codes;
-    const uint64_t *tagw;
     uint64_t line_bits, line_items; /* 32.32 fixed-point slopes */
-    uint64_t pos, end;  /* bit range of the current bucket */
-    uint64_t cur;       /* last decoded value */
-    uint64_t item;      /* index of `cur` in the run */
+    uint64_t pos, end;              /* bit range of the current bucket */
+    uint64_t cur;                   /* last decoded value */
+    uint64_t item;                  /* index of `cur` in the run */
     uint32_t bucket;
     uint32_t tags_per_word;
-    bool have_cur;      /* cur holds a decoded value of this bucket */
+    bool have_cur; /* cur holds a decoded value of this bucket */
     bool started;
     /* Batch walks decode buckets whole into buf (most buckets fit): a tight
      * decode loop, then candidates merge against the values.  When the walk
@@ -311,7 +308,7 @@ typedef struct seen__cursor {
     bool pairs;
     bool stepwise; /* decode only as far as the candidates reach (sparse walks) */
     uint32_t nbuf, ibuf;
-    uint64_t buf_first;  /* run index of buf[0] */
+    uint64_t buf_first;          /* run index of buf[0] */
     uint32_t next_bucket, nbuf2; /* buf2 holds bucket next_bucket, if nbuf2 != UINT32_MAX */
     uint64_t buf2_first;
     uint64_t buf[SEEN_CURSOR_BUF + SEEN_CURSOR_PAD]; /* room for seen__run_match's sentinels */
@@ -350,19 +347,22 @@ typedef struct seen__segment {
 } seen__segment;
 
 /* Items whose newest addition is in segment g: what capacity counts. */
-static inline uint64_t seen__seg_items(const seen__segment *g) { return g->phys - g->shadow; }
+static inline uint64_t seen__seg_items(const seen__segment *g)
+{
+    return g->phys - g->shadow;
+}
 
 struct seen_set {
     seen_policy policy;
-    uint64_t slice_ms;   /* window / slices, rounded up; 0 without window */
-    uint64_t budget;     /* floor(error * 2^64): bound on sum(n * c) */
-    int64_t origin;      /* slice 0 starts here (the first item's time) */
-    int64_t clock;       /* latest `now` of any write */
-    int64_t newest;      /* latest item time added: with origin, the span of
-                            history the set has seen (an import arrives at
-                            one `now` with times spread over the past) */
-    uint64_t plan_c;     /* divisor new compact runs are planned with; 0: exact */
-    uint64_t hwm;        /* most items held recently: the planning size */
+    uint64_t slice_ms; /* window / slices, rounded up; 0 without window */
+    uint64_t budget;   /* floor(error * 2^64): bound on sum(n * c) */
+    int64_t origin;    /* slice 0 starts here (the first item's time) */
+    int64_t clock;     /* latest `now` of any write */
+    int64_t newest;    /* latest item time added: with origin, the span of
+                          history the set has seen (an import arrives at
+                          one `now` with times spread over the past) */
+    uint64_t plan_c;   /* divisor new compact runs are planned with; 0: exact */
+    uint64_t hwm;      /* most items held recently: the planning size */
     int64_t hwm_clock;
     uint32_t next_seg_id;
     uint8_t has_origin;

@@ -123,7 +123,10 @@ typedef struct acc_writer {
     bool failed;
 } acc_writer;
 
-static inline uint64_t aw_bits(const acc_writer *w) { return (uint64_t)w->byte * 8 + w->nacc; }
+static inline uint64_t aw_bits(const acc_writer *w)
+{
+    return (uint64_t)w->byte * 8 + w->nacc;
+}
 
 static bool aw_reserve(acc_writer *w, uint64_t more_bits)
 {
@@ -317,9 +320,8 @@ static __attribute__((noinline)) slow_result reader_golomb_slow(reader rd, const
 }
 
 /* Gap from trusted data; *used gets the bits consumed. */
-static inline __attribute__((always_inline)) uint64_t reader_golomb(reader *rd,
-                                                                    const seen__golomb *g,
-                                                                    unsigned *used)
+static inline __attribute__((always_inline)) uint64_t
+reader_golomb(reader *rd, const seen__golomb *g, unsigned *used)
 {
     reader_refill(rd);
     uint64_t b = rd->buf;
@@ -463,7 +465,10 @@ size_t seen__run_index_bytes(const seen__run *r)
     return (size_t)((bits + 7) / 8);
 }
 
-size_t seen__run_tag_bytes(const seen__run *r) { return (size_t)tag_words(r) * 8; }
+size_t seen__run_tag_bytes(const seen__run *r)
+{
+    return (size_t)tag_words(r) * 8;
+}
 
 static size_t codes_offset(const seen__run *r)
 {
@@ -494,8 +499,8 @@ static inline uint64_t on_line(uint64_t slope32, uint32_t j)
 }
 
 /* Start bit and first item of bucket j (j may be nbuckets). */
-static inline void bucket_start(const seen__run *r, uint64_t sl_bits, uint64_t sl_items,
-                                uint32_t j, uint64_t *bit, uint64_t *item)
+static inline void bucket_start(const seen__run *r, uint64_t sl_bits, uint64_t sl_items, uint32_t j,
+                                uint64_t *bit, uint64_t *item)
 {
     if (j == 0) {
         *bit = 0;
@@ -535,7 +540,10 @@ void seen__run_release(seen__run *r)
     memset(r, 0, sizeof *r);
 }
 
-static size_t code_bytes(const seen__run *r) { return (size_t)((r->code_bits + 7) / 8); }
+static size_t code_bytes(const seen__run *r)
+{
+    return (size_t)((r->code_bits + 7) / 8);
+}
 
 size_t seen__run_front_bytes(const seen__run *r)
 {
@@ -908,6 +916,17 @@ seen_err seen__run_validate(const seen__run *r)
 
 /* ---------------------------------------------------------------- lookup */
 
+/* The tag of the run's item number `item`; per = tags_per_word(nsegs). */
+static int tag_at(const seen__run *r, uint32_t per, uint64_t item)
+{
+    if (r->nsegs <= 1)
+        return 0;
+    uint64_t wi = item / per;
+    const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+    uint64_t word = seen__load64le(tw + wi * 8) / ipow(r->nsegs, (uint32_t)(item - wi * per));
+    return (int)(word % r->nsegs);
+}
+
 void seen__cursor_init(seen__cursor *cur, const seen__run *r)
 {
     memset(cur, 0, sizeof *cur);
@@ -916,24 +935,10 @@ void seen__cursor_init(seen__cursor *cur, const seen__run *r)
     seen__divider_init(&cur->bucket_div, r->bucket_w);
     seen__divider_init(&cur->tag_div, r->nsegs);
     cur->codes = r->mem + codes_offset(r);
-    cur->tagw = (const uint64_t *)(const void *)(r->mem + (size_t)r->nsegs * sizeof(uint32_t) +
-                                                 seen__run_index_bytes(r));
     cur->line_bits = slope(r->code_bits, r->nbuckets);
     cur->line_items = slope(r->n, r->nbuckets);
     cur->tags_per_word = r->nsegs > 1 ? tags_per_word(r->nsegs, NULL) : 0;
     cur->nbuf2 = UINT32_MAX;
-}
-
-static int cursor_tag(const seen__cursor *cur)
-{
-    const seen__run *r = cur->r;
-    if (r->nsegs <= 1)
-        return 0;
-    uint64_t wi = cur->item / cur->tags_per_word;
-    uint32_t digit = (uint32_t)(cur->item - wi * cur->tags_per_word);
-    uint64_t word = seen__load64le((const uint8_t *)cur->tagw + wi * 8);
-    word /= ipow(r->nsegs, digit);
-    return (int)(word % r->nsegs);
 }
 
 void seen__cursor_expect(seen__cursor *cur, size_t n)
@@ -1034,7 +1039,7 @@ int seen__cursor_find(seen__cursor *cur, uint64_t v)
         if (k == cur->nbuf || cur->buf[k] != v)
             return -1;
         cur->item = cur->buf_first + k;
-        return cursor_tag(cur);
+        return tag_at(r, cur->tags_per_word, cur->item);
     }
     if (!cur->started || j != cur->bucket) {
         if (!cur->stepwise && cursor_fill(cur, j)) {
@@ -1088,17 +1093,7 @@ int seen__cursor_find(seen__cursor *cur, uint64_t v)
     cur->cur = x;
     cur->pos = pos;
     cur->item = item;
-    return x == v ? cursor_tag(cur) : -1;
-}
-
-/* Item `item`'s tag, through the cursor's cached tag words. */
-static int32_t tag_of_item(const seen__cursor *cur, uint64_t item)
-{
-    const seen__run *r = cur->r;
-    uint64_t wi = item / cur->tags_per_word;
-    uint32_t digit = (uint32_t)(item - wi * cur->tags_per_word);
-    uint64_t word = seen__load64le((const uint8_t *)cur->tagw + wi * 8) / ipow(r->nsegs, digit);
-    return (int32_t)(word % r->nsegs);
+    return x == v ? tag_at(r, cur->tags_per_word, cur->item) : -1;
 }
 
 void seen__run_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
@@ -1161,9 +1156,8 @@ void seen__run_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t
                  * falls among them. */
                 while (buf[k + 7] < v)
                     k += 8;
-                k += (size_t)(buf[k] < v) + (buf[k + 1] < v) + (buf[k + 2] < v) +
-                     (buf[k + 3] < v) + (buf[k + 4] < v) + (buf[k + 5] < v) + (buf[k + 6] < v) +
-                     (buf[k + 7] < v);
+                k += (size_t)(buf[k] < v) + (buf[k + 1] < v) + (buf[k + 2] < v) + (buf[k + 3] < v) +
+                     (buf[k + 4] < v) + (buf[k + 5] < v) + (buf[k + 6] < v) + (buf[k + 7] < v);
                 tags[c] = k < nb && buf[k] == v ? (int32_t)k : -1;
             }
         }
@@ -1172,7 +1166,7 @@ void seen__run_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t
         if (tagged) {
             for (c = i; c < e; c++)
                 if (tags[c] >= 0)
-                    tags[c] = tag_of_item(&cur, cur.buf_first + (uint64_t)tags[c]);
+                    tags[c] = tag_at(r, cur.tags_per_word, cur.buf_first + (uint64_t)tags[c]);
         } else {
             for (c = i; c < e; c++)
                 tags[c] = tags[c] >= 0 ? 0 : -1;
@@ -1219,22 +1213,15 @@ static void probe_start(probe *p, const seen__run *r, uint64_t v)
     p->result = -2;
 }
 
-static int run_tag_at(const seen__run *r, uint64_t item)
-{
-    if (r->nsegs <= 1)
-        return 0;
-    uint32_t per = tags_per_word(r->nsegs, NULL);
-    uint64_t wi = item / per;
-    const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
-    uint64_t word = seen__load64le(tw + wi * 8) / ipow(r->nsegs, (uint32_t)(item - wi * per));
-    return (int)(word % r->nsegs);
-}
-
 /* One decode step; false once the probe has its answer. */
 static inline __attribute__((always_inline)) bool probe_step(probe *p)
 {
     if (p->x >= p->target) {
-        p->result = p->x == p->target ? run_tag_at(p->r, p->item) : -1;
+        if (p->x != p->target)
+            p->result = -1;
+        else
+            p->result =
+                p->r->nsegs > 1 ? tag_at(p->r, tags_per_word(p->r->nsegs, NULL), p->item) : 0;
         return false;
     }
     if (p->left == 0) {

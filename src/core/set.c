@@ -184,7 +184,10 @@ void seen_free(seen_set *s)
     seen__free(s);
 }
 
-const seen_policy *seen_get_policy(const seen_set *s) { return s ? &s->policy : NULL; }
+const seen_policy *seen_get_policy(const seen_set *s)
+{
+    return s ? &s->policy : NULL;
+}
 
 /* Allocates one block holding cap keys and cap segment ids. */
 static bool head_alloc(uint64_t **keys, uint32_t **segs, uint32_t cap)
@@ -417,7 +420,10 @@ void seen_query_free(seen_query *q)
     seen__free(q);
 }
 
-size_t seen_query_count(const seen_query *q) { return q ? q->n : 0; }
+size_t seen_query_count(const seen_query *q)
+{
+    return q ? q->n : 0;
+}
 
 static seen_err check_strs(const seen_str *items, size_t n)
 {
@@ -582,8 +588,8 @@ typedef struct next_state {
     uint64_t *hkeys;
     uint32_t *hsegs;
     uint32_t hn, hcap;
-    bool head_fresh;    /* hkeys is a new block, not the set's */
-    seen__run *runs;    /* NULL: runs unchanged */
+    bool head_fresh; /* hkeys is a new block, not the set's */
+    seen__run *runs; /* NULL: runs unchanged */
     uint32_t nruns;
     int64_t clock, origin, newest;
     uint64_t plan_c, hwm;
@@ -751,8 +757,12 @@ static int32_t open_segment(const seen_set *s, next_state *ns, int64_t slice)
         return newest;
     if (!next_segs_reserve(ns))
         return -1;
-    seen__segment g = {.slice = slice, .phys = 0, .shadow = 0, .id = ns->next_seg_id++,
-                       .seq = newest >= 0 ? ns->segs[newest].seq + 1 : 0, .dropped = 0};
+    seen__segment g = {.slice = slice,
+                       .phys = 0,
+                       .shadow = 0,
+                       .id = ns->next_seg_id++,
+                       .seq = newest >= 0 ? ns->segs[newest].seq + 1 : 0,
+                       .dropped = 0};
     uint32_t at = ns->nsegs;
     while (at > 0 && seg_age_cmp(&ns->segs[at - 1], &g) > 0)
         at--;
@@ -948,8 +958,8 @@ static seen_err stream_from_head(const seen_set *s, const next_state *ns, head_p
  * in ns follow what was consumed and produced.
  */
 static seen_err merge_build(const seen_set *s, next_state *ns, const seen__run *const *inputs,
-                            size_t ninputs, head_part with_head, uint64_t c_out,
-                            const uint64_t *rm, size_t nrm, seen__run *out, bool *empty)
+                            size_t ninputs, head_part with_head, uint64_t c_out, const uint64_t *rm,
+                            size_t nrm, seen__run *out, bool *empty)
 {
     stream st[8];
     size_t nst = 0;
@@ -1174,7 +1184,8 @@ static void replan(const seen_set *s, next_state *ns, uint64_t target)
     double holds = ldexp(s->policy.error, 64) * (1.0 - SEEN_BUDGET_RESERVE) / (double)ns->plan_c;
     if ((double)target > holds || (double)target * (1.0 + SEEN_PLAN_HYSTERESIS) < holds) {
         double with_room = (double)target * (1.0 + SEEN_PLAN_HYSTERESIS / 2);
-        ns->plan_c = mantissa_round(ideal_divisor(s, with_room > 1e18 ? UINT64_C(1000000000000000000) : (uint64_t)with_room));
+        ns->plan_c = mantissa_round(ideal_divisor(
+            s, with_room > 1e18 ? UINT64_C(1000000000000000000) : (uint64_t)with_room));
     }
 }
 
@@ -1317,8 +1328,8 @@ static uint64_t expected_arrivals(const seen_set *s, const next_state *ns, uint6
         return live;
     int64_t oldest = INT64_MAX;
     for (uint32_t i = 0; i < ns->nsegs; i++)
-        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) && seen__seg_items(&ns->segs[i]) > 0 &&
-            ns->segs[i].slice < oldest)
+        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) &&
+            seen__seg_items(&ns->segs[i]) > 0 && ns->segs[i].slice < oldest)
             oldest = ns->segs[i].slice;
     if (oldest == INT64_MAX)
         return live;
@@ -1607,7 +1618,8 @@ static void commit_next(seen_set *s, next_state *ns)
     if (ns->nsegs) {
         /* Shrink the table to its size (it is small; a failed shrink just
          * keeps the larger block). */
-        seen__segment *g = ns->segs_cap > ns->nsegs ? seen__realloc(ns->segs, ns->nsegs * sizeof *g) : NULL;
+        seen__segment *g =
+            ns->segs_cap > ns->nsegs ? seen__realloc(ns->segs, ns->nsegs * sizeof *g) : NULL;
         s->segs = g ? g : ns->segs;
     } else {
         seen__free(ns->segs);
@@ -1728,7 +1740,8 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
     /* Scratch arrays in one block; on the stack for small batches. */
     enum { SMALL = 16 };
     const size_t per = sizeof(seen__kv) + sizeof(int64_t) + sizeof(int32_t) + 2 * sizeof(uint32_t);
-    _Alignas(16) uint8_t small[SMALL * (sizeof(seen__kv) + sizeof(int64_t) + sizeof(int32_t) + 2 * sizeof(uint32_t))];
+    _Alignas(16) uint8_t small[SMALL * (sizeof(seen__kv) + sizeof(int64_t) + sizeof(int32_t) +
+                                        2 * sizeof(uint32_t))];
     uint8_t *scratch = n <= SMALL ? small : seen__malloc(n * per);
     if (scratch == NULL) {
         next_discard(s, &ns);
@@ -2107,7 +2120,8 @@ size_t seen_bytes(const seen_set *s)
     size_t b = seen__alloc_size((void *)s, sizeof *s);
     b += seen__alloc_size(s->segs, s->nsegs * sizeof *s->segs);
     b += seen__alloc_size(s->runs, s->nruns * sizeof *s->runs);
-    b += seen__alloc_size(s->head_keys, (size_t)s->head_cap * (sizeof(uint64_t) + sizeof(uint32_t)));
+    b +=
+        seen__alloc_size(s->head_keys, (size_t)s->head_cap * (sizeof(uint64_t) + sizeof(uint32_t)));
     for (uint32_t i = 0; i < s->nruns; i++)
         b += seen__run_alloc_bytes(&s->runs[i]);
     return b;
@@ -2184,10 +2198,15 @@ size_t seen_runs(const seen_set *s, seen_run_info *out, size_t cap)
     if (s->head_n) {
         if (out && k < cap) {
             size_t bytes = (size_t)s->head_cap * (sizeof(uint64_t) + sizeof(uint32_t));
-            out[k] = (seen_run_info){SEEN_ENC_BUFFER, s->head_n, bytes,
-                                     seen__alloc_size(s->head_keys, bytes), 1, 96.0,
-                                     s->policy.ids == SEEN_IDS_STR ? ldexp((double)s->head_n, -64) : 0,
-                                     0};
+            out[k] =
+                (seen_run_info){SEEN_ENC_BUFFER,
+                                s->head_n,
+                                bytes,
+                                seen__alloc_size(s->head_keys, bytes),
+                                1,
+                                96.0,
+                                s->policy.ids == SEEN_IDS_STR ? ldexp((double)s->head_n, -64) : 0,
+                                0};
         }
         k++;
     }
@@ -2196,8 +2215,11 @@ size_t seen_runs(const seen_set *s, seen_run_info *out, size_t cap)
         if (out && k < cap) {
             size_t bytes = seen__run_front_bytes(r) + seen__run_tail_bytes(r);
             bool collide = r->c > 1 || s->policy.ids == SEEN_IDS_STR;
-            out[k] = (seen_run_info){r->c > 1 ? SEEN_ENC_COMPACT : SEEN_ENC_EXACT, r->n, bytes,
-                                     seen__run_alloc_bytes(r), r->tail ? 2 : 1,
+            out[k] = (seen_run_info){r->c > 1 ? SEEN_ENC_COMPACT : SEEN_ENC_EXACT,
+                                     r->n,
+                                     bytes,
+                                     seen__run_alloc_bytes(r),
+                                     r->tail ? 2 : 1,
                                      (double)bytes * 8.0 / (double)r->n,
                                      collide ? ldexp((double)r->n * (double)r->c, -64) : 0,
                                      r->nsegs};

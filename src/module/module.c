@@ -250,10 +250,22 @@ static void info_section(RedisModuleInfoCtx *ctx, int for_crash_report)
  * The sanitizer build keeps the C library's allocator, which ASan watches,
  * with its usable sizes, so runs take the layout they take under Redis. */
 #ifdef SEEN_MODULE_SYSTEM_ALLOC
-static void *system_malloc(size_t n) { return malloc(n); }
-static void *system_realloc(void *p, size_t n) { return realloc(p, n); }
-static void system_free(void *p) { free(p); }
-static size_t system_usable_size(void *p) { return malloc_usable_size(p); }
+static void *system_malloc(size_t n)
+{
+    return malloc(n);
+}
+static void *system_realloc(void *p, size_t n)
+{
+    return realloc(p, n);
+}
+static void system_free(void *p)
+{
+    free(p);
+}
+static size_t system_usable_size(void *p)
+{
+    return malloc_usable_size(p);
+}
 #endif
 
 static void install_allocator(void)

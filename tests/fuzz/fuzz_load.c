@@ -17,7 +17,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The replay driver fixes checksums through this hook (see replay.c). */
 void fuzz_fix_checksum(uint8_t *buf, size_t len);
-void fuzz_fix_checksum(uint8_t *buf, size_t len) { fix_checksum(buf, len); }
+void fuzz_fix_checksum(uint8_t *buf, size_t len)
+{
+    fix_checksum(buf, len);
+}
 
 static void exercise(seen_set *s)
 {

@@ -20,8 +20,14 @@ typedef struct cursor {
     size_t n, at;
 } cursor;
 
-static uint8_t next(cursor *c) { return c->at < c->n ? c->p[c->at++] : 0; }
-static bool more(const cursor *c) { return c->at < c->n; }
+static uint8_t next(cursor *c)
+{
+    return c->at < c->n ? c->p[c->at++] : 0;
+}
+static bool more(const cursor *c)
+{
+    return c->at < c->n;
+}
 
 static seen_err add_one(seen_set *s, uint64_t id, const int64_t *at, int64_t now, size_t *added)
 {
@@ -76,8 +82,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const uint64_t caps[] = {0, 0, 10, 100};
     static const uint32_t limits[] = {0, 8, 128, 4};
     uint8_t a = next(&c), b = next(&c);
-    seen_policy p = {windows[a & 3], slices[(a >> 2) % 6], errors[(a >> 5) & 3],
-                     caps[b & 3], (b >> 2) & 1 ? SEEN_IDS_INT : SEEN_IDS_STR, limits[(b >> 3) & 3]};
+    seen_policy p = {windows[a & 3],
+                     slices[(a >> 2) % 6],
+                     errors[(a >> 5) & 3],
+                     caps[b & 3],
+                     (b >> 2) & 1 ? SEEN_IDS_INT : SEEN_IDS_STR,
+                     limits[(b >> 3) & 3]};
     if (p.window_ms && p.window_ms < p.slices)
         p.slices = 1;
     seen_set *s = NULL;
@@ -144,7 +154,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             uint8_t *buf = malloc(len);
             size_t wr;
             seen_set *t = NULL;
-            if (seen_serialize(s, buf, len, &wr) != SEEN_OK || seen_deserialize(buf, len, &t) != SEEN_OK)
+            if (seen_serialize(s, buf, len, &wr) != SEEN_OK ||
+                seen_deserialize(buf, len, &t) != SEEN_OK)
                 abort();
             free(buf);
             seen_free(s);

@@ -50,7 +50,8 @@ static void fill(seen_set *s, rng *r, size_t n, int64_t start, int64_t span, int
             ids[j] = rng_below(r, n * 2);
             make_str(&items[j], ids[j]);
             strs[j] = items[j].s;
-            at[j] = late && rng_below(r, 3) == 0 ? now - (int64_t)rng_below(r, (uint64_t)span) : now;
+            at[j] =
+                late && rng_below(r, 3) == 0 ? now - (int64_t)rng_below(r, (uint64_t)span) : now;
         }
         if (p->ids == SEEN_IDS_INT)
             seen_add_int(s, ids, k, at, now, NULL);

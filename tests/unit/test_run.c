@@ -25,16 +25,29 @@ static void test_divider(void **state)
 {
     (void)state;
     rng r = {test_seed("divider", 1)};
-    uint64_t fixed[] = {1, 2, 3, 5, 7, 10, 1000, 4096, 12345678901ull, (1ull << 63),
-                        (1ull << 63) + 1, UINT64_MAX, UINT64_MAX - 1, 0x123456789abcdefull};
+    uint64_t fixed[] = {1,
+                        2,
+                        3,
+                        5,
+                        7,
+                        10,
+                        1000,
+                        4096,
+                        12345678901ull,
+                        (1ull << 63),
+                        (1ull << 63) + 1,
+                        UINT64_MAX,
+                        UINT64_MAX - 1,
+                        0x123456789abcdefull};
     for (size_t k = 0; k < sizeof fixed / sizeof *fixed + 2000; k++) {
-        uint64_t d = k < sizeof fixed / sizeof *fixed ? fixed[k] : rng_next(&r) >> rng_below(&r, 64);
+        uint64_t d =
+            k < sizeof fixed / sizeof *fixed ? fixed[k] : rng_next(&r) >> rng_below(&r, 64);
         if (d == 0)
             d = 1;
         seen__divider v;
         seen__divider_init(&v, d);
-        uint64_t probes[] = {0, 1, d - 1, d, d + 1, UINT64_MAX, UINT64_MAX - 1, rng_next(&r),
-                             rng_next(&r) >> 20};
+        uint64_t probes[] = {
+            0, 1, d - 1, d, d + 1, UINT64_MAX, UINT64_MAX - 1, rng_next(&r), rng_next(&r) >> 20};
         for (size_t i = 0; i < sizeof probes / sizeof *probes; i++)
             assert_true(seen__div(&v, probes[i]) == probes[i] / d);
     }
@@ -45,11 +58,21 @@ static size_t make_values(rng *r, int shape, size_t n, uint64_t *v)
 {
     for (size_t i = 0; i < n; i++) {
         switch (shape) {
-        case 0: v[i] = rng_next(r); break;                          /* uniform 64-bit */
-        case 1: v[i] = rng_below(r, n * 3 + 1); break;              /* dense */
-        case 2: v[i] = 2700000 + rng_below(r, 400000); break;       /* app ids */
-        case 3: v[i] = (rng_below(r, 4) << 60) + rng_below(r, 1000); break; /* clusters */
-        default: v[i] = rng_next(r) >> 27; break;                   /* fingerprints */
+        case 0:
+            v[i] = rng_next(r);
+            break; /* uniform 64-bit */
+        case 1:
+            v[i] = rng_below(r, n * 3 + 1);
+            break; /* dense */
+        case 2:
+            v[i] = 2700000 + rng_below(r, 400000);
+            break; /* app ids */
+        case 3:
+            v[i] = (rng_below(r, 4) << 60) + rng_below(r, 1000);
+            break; /* clusters */
+        default:
+            v[i] = rng_next(r) >> 27;
+            break; /* fingerprints */
         }
     }
     if (n > 2) {

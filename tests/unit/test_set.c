@@ -78,14 +78,14 @@ static seen_err filter_ids(const seen_set *s, const uint64_t *ids, size_t n, int
     for (size_t i = 0; i < n; i++)
         items_set(&pi, i, ids[i]);
     memset(seen, 0, n);
-    seen_err e = seen_get_policy(s)->ids == SEEN_IDS_INT ? seen_filter_int(s, pi.ints, n, now, seen)
-                                                         : seen_filter_str(s, pi.strs, n, now, seen);
+    seen_err e = seen_get_policy(s)->ids == SEEN_IDS_INT
+                     ? seen_filter_int(s, pi.ints, n, now, seen)
+                     : seen_filter_str(s, pi.strs, n, now, seen);
     items_free(&pi);
     return e;
 }
 
-static seen_err remove_ids(seen_set *s, const uint64_t *ids, size_t n, int64_t now,
-                           size_t *removed)
+static seen_err remove_ids(seen_set *s, const uint64_t *ids, size_t n, int64_t now, size_t *removed)
 {
     probe_items pi;
     items_alloc(&pi, n);
@@ -143,8 +143,8 @@ typedef struct scenario {
     int ops;
     size_t max_batch;
     uint64_t id_space;
-    int64_t step_ms;   /* mean time advance */
-    bool late;         /* per-item times reaching back past the window */
+    int64_t step_ms; /* mean time advance */
+    bool late;       /* per-item times reaching back past the window */
     bool removals;
     uint64_t seed;
 } scenario;
@@ -153,7 +153,10 @@ typedef struct tally {
     uint64_t checks, must_see, must_not, fp; /* fp: MUST_NOT_SEE reported seen */
 } tally;
 
-static bool exact_policy(const seen_policy *p) { return p->error == 0; }
+static bool exact_policy(const seen_policy *p)
+{
+    return p->error == 0;
+}
 
 static void check_all(const scenario *sc, seen_set *s, model *m, rng *r, int64_t now, tally *ty)
 {
@@ -176,8 +179,8 @@ static void check_all(const scenario *sc, seen_set *s, model *m, rng *r, int64_t
                 seen_segment_info si[64];
                 size_t ns = seen_segments(s, now, si, 64);
                 for (size_t k = 0; k < ns && k < 64; k++)
-                    fprintf(stderr, "  segment seq %llu items %llu\n", (unsigned long long)si[k].seq,
-                            (unsigned long long)si[k].items);
+                    fprintf(stderr, "  segment seq %llu items %llu\n",
+                            (unsigned long long)si[k].seq, (unsigned long long)si[k].items);
                 fail_msg("%s: false negative: id %llu at now=%lld", sc->name,
                          (unsigned long long)ids[i], (long long)now);
             }
@@ -213,7 +216,8 @@ static void run_scenario(const scenario *sc)
             bool with_times = sc->late && rng_below(&r, 3) == 0;
             for (size_t i = 0; i < n; i++) {
                 ids[i] = rng_below(&r, sc->id_space);
-                int64_t back = w ? (int64_t)rng_below(&r, (uint64_t)(w + w / 2)) : (int64_t)rng_below(&r, 1000000);
+                int64_t back = w ? (int64_t)rng_below(&r, (uint64_t)(w + w / 2))
+                                 : (int64_t)rng_below(&r, 1000000);
                 at[i] = with_times ? now - back : now;
                 if (with_times && rng_below(&r, 10) == 0)
                     at[i] = now + 5000; /* future: counts as now */
@@ -320,75 +324,133 @@ static seen_policy policy(uint64_t window_ms, uint32_t slices, double error, uin
 static void test_exact_str_window(void **state)
 {
     (void)state;
-    scenario sc = {"exact-str-window", policy(100000, 4, 0, 0, SEEN_IDS_STR, 128), 3000, 200,
-                   3000, 2000, false, true, 11};
+    scenario sc = {"exact-str-window",
+                   policy(100000, 4, 0, 0, SEEN_IDS_STR, 128),
+                   3000,
+                   200,
+                   3000,
+                   2000,
+                   false,
+                   true,
+                   11};
     run_scenario(&sc);
 }
 
 static void test_exact_int_late(void **state)
 {
     (void)state;
-    scenario sc = {"exact-int-late", policy(100000, 5, 0, 0, SEEN_IDS_INT, 128), 3000, 300,
-                   5000, 2000, true, true, 12};
+    scenario sc = {"exact-int-late",
+                   policy(100000, 5, 0, 0, SEEN_IDS_INT, 128),
+                   3000,
+                   300,
+                   5000,
+                   2000,
+                   true,
+                   true,
+                   12};
     run_scenario(&sc);
 }
 
 static void test_approx_str_window(void **state)
 {
     (void)state;
-    scenario sc = {"approx-str-window", policy(50000, 4, 0.01, 0, SEEN_IDS_STR, 16), 4000, 400,
-                   20000, 600, false, false, 13};
+    scenario sc = {"approx-str-window",
+                   policy(50000, 4, 0.01, 0, SEEN_IDS_STR, 16),
+                   4000,
+                   400,
+                   20000,
+                   600,
+                   false,
+                   false,
+                   13};
     run_scenario(&sc);
 }
 
 static void test_approx_str_late(void **state)
 {
     (void)state;
-    scenario sc = {"approx-str-late", policy(50000, 3, 0.01, 0, SEEN_IDS_STR, 16), 3000, 400,
-                   20000, 600, true, false, 14};
+    scenario sc = {"approx-str-late",
+                   policy(50000, 3, 0.01, 0, SEEN_IDS_STR, 16),
+                   3000,
+                   400,
+                   20000,
+                   600,
+                   true,
+                   false,
+                   14};
     run_scenario(&sc);
 }
 
 static void test_approx_int(void **state)
 {
     (void)state;
-    scenario sc = {"approx-int", policy(80000, 8, 0.001, 0, SEEN_IDS_INT, 32), 3000, 500,
-                   30000, 800, true, false, 15};
+    scenario sc = {"approx-int",
+                   policy(80000, 8, 0.001, 0, SEEN_IDS_INT, 32),
+                   3000,
+                   500,
+                   30000,
+                   800,
+                   true,
+                   false,
+                   15};
     run_scenario(&sc);
 }
 
 static void test_capacity_exact(void **state)
 {
     (void)state;
-    scenario sc = {"capacity-exact", policy(0, 4, 0, 100, SEEN_IDS_STR, 128), 3000, 20, 600, 10,
-                   false, true, 16};
+    scenario sc = {"capacity-exact",
+                   policy(0, 4, 0, 100, SEEN_IDS_STR, 128),
+                   3000,
+                   20,
+                   600,
+                   10,
+                   false,
+                   true,
+                   16};
     run_scenario(&sc);
 }
 
 static void test_capacity_window_approx(void **state)
 {
     (void)state;
-    scenario sc = {"capacity-window-approx", policy(60000, 4, 0.01, 500, SEEN_IDS_STR, 16), 3000,
-                   60, 4000, 300, false, false, 17};
+    scenario sc = {"capacity-window-approx",
+                   policy(60000, 4, 0.01, 500, SEEN_IDS_STR, 16),
+                   3000,
+                   60,
+                   4000,
+                   300,
+                   false,
+                   false,
+                   17};
     run_scenario(&sc);
 }
 
 static void test_no_window_approx(void **state)
 {
     (void)state;
-    scenario sc = {"no-window-approx", policy(0, 4, 0.001, 0, SEEN_IDS_STR, 32), 3000, 500, 40000,
-                   100, false, false, 18};
+    scenario sc = {"no-window-approx",
+                   policy(0, 4, 0.001, 0, SEEN_IDS_STR, 32),
+                   3000,
+                   500,
+                   40000,
+                   100,
+                   false,
+                   false,
+                   18};
     run_scenario(&sc);
 }
 
 static void test_one_slice_and_many(void **state)
 {
     (void)state;
-    scenario a = {"one-slice", policy(30000, 1, 0.01, 0, SEEN_IDS_INT, 16), 2000, 200, 8000, 400,
-                  true, false, 19};
+    scenario a = {
+        "one-slice", policy(30000, 1, 0.01, 0, SEEN_IDS_INT, 16), 2000, 200, 8000, 400, true, false,
+        19};
     run_scenario(&a);
-    scenario b = {"64-slices", policy(64000, 64, 0, 0, SEEN_IDS_STR, 64), 2000, 200, 4000, 300,
-                  true, true, 20};
+    scenario b = {
+        "64-slices", policy(64000, 64, 0, 0, SEEN_IDS_STR, 64), 2000, 200, 4000, 300, true, true,
+        20};
     run_scenario(&b);
 }
 
@@ -569,13 +631,16 @@ static void test_import_at_one_now(void **state)
         for (size_t b = 0; b < batches; b++) {
             for (size_t j = 0; j < per; j++) {
                 items_set(&pi, j, rng_next(&r));
-                at[j] = T0 - 90 * DAY + (int64_t)((double)(90 * DAY) * (double)(b * per + j) / (double)n);
+                at[j] = T0 - 90 * DAY +
+                        (int64_t)((double)(90 * DAY) * (double)(b * per + j) / (double)n);
             }
             assert_int_equal(seen_add_str(s, pi.strs, per, at, T0, NULL), SEEN_OK);
         }
         double bits = (double)seen_bytes(s) * 8.0 / (double)seen_count(s, T0);
-        fprintf(stderr, "[stat] import of %zu items in %zu batches at one now: %u runs, %.2f bits per item\n",
-                n, batches, s->nruns, bits);
+        fprintf(
+            stderr,
+            "[stat] import of %zu items in %zu batches at one now: %u runs, %.2f bits per item\n",
+            n, batches, s->nruns, bits);
         assert_true(bits <= 14.5);
         assert_int_equal(seen__set_check(s), SEEN_OK);
         items_free(&pi);
@@ -796,7 +861,16 @@ static void test_segment_id_renumbering(void **state)
 
 /* ------------------------------------------------- allocation failures */
 
-typedef enum op_kind { OP_ADD_ONE, OP_ADD_BATCH, OP_FILTER, OP_REMOVE, OP_EXPIRE, OP_COPY, OP_LOAD, OP__N } op_kind;
+typedef enum op_kind {
+    OP_ADD_ONE,
+    OP_ADD_BATCH,
+    OP_FILTER,
+    OP_REMOVE,
+    OP_EXPIRE,
+    OP_COPY,
+    OP_LOAD,
+    OP__N
+} op_kind;
 
 /* Run one operation; the set must be unchanged whenever it fails. */
 static seen_err run_op(op_kind k, seen_set **s, uint64_t base, int64_t now)
@@ -806,11 +880,16 @@ static seen_err run_op(op_kind k, seen_set **s, uint64_t base, int64_t now)
         ids[i] = base + i;
     uint8_t seen[700];
     switch (k) {
-    case OP_ADD_ONE: return add_ids(*s, ids, 1, NULL, now, NULL);
-    case OP_ADD_BATCH: return add_ids(*s, ids, 700, NULL, now, NULL);
-    case OP_FILTER: return filter_ids(*s, ids, 700, now, seen);
-    case OP_REMOVE: return remove_ids(*s, ids + 3, 5, now, NULL);
-    case OP_EXPIRE: return seen_expire(*s, now);
+    case OP_ADD_ONE:
+        return add_ids(*s, ids, 1, NULL, now, NULL);
+    case OP_ADD_BATCH:
+        return add_ids(*s, ids, 700, NULL, now, NULL);
+    case OP_FILTER:
+        return filter_ids(*s, ids, 700, now, seen);
+    case OP_REMOVE:
+        return remove_ids(*s, ids + 3, 5, now, NULL);
+    case OP_EXPIRE:
+        return seen_expire(*s, now);
     case OP_COPY: {
         seen_set *c = NULL;
         seen_err e = seen_copy(*s, &c);
@@ -828,7 +907,8 @@ static seen_err run_op(op_kind k, seen_set **s, uint64_t base, int64_t now)
         free(b);
         return e;
     }
-    default: return SEEN_ERR_ARG;
+    default:
+        return SEEN_ERR_ARG;
     }
 }
 

@@ -7,8 +7,8 @@
 
 #include "internal.h" /* seen__alloc_class */
 
-#include <stdio.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +24,10 @@ uint64_t rng_next(rng *r)
     return z ^ (z >> 31);
 }
 
-uint64_t rng_below(rng *r, uint64_t n) { return n ? rng_next(r) % n : 0; }
+uint64_t rng_below(rng *r, uint64_t n)
+{
+    return n ? rng_next(r) % n : 0;
+}
 
 uint64_t test_seed(const char *test, uint64_t fallback)
 {
@@ -95,7 +98,10 @@ static void t_free(void *p)
     }
 }
 
-static size_t t_usable(void *p) { return malloc_usable_size(p); }
+static size_t t_usable(void *p)
+{
+    return malloc_usable_size(p);
+}
 
 void alloc_install(void)
 {
@@ -297,7 +303,8 @@ static bool surely_newer(const model *m, const model_item *y, const model_item *
 {
     if (m->slice_ms == 0)
         return y->seq > x->seq_hi;
-    return y->t_maybe >= x->t_maybe + m->slice_ms || (y->t_maybe >= x->t_maybe && y->seq > x->seq_hi);
+    return y->t_maybe >= x->t_maybe + m->slice_ms ||
+           (y->t_maybe >= x->t_maybe && y->seq > x->seq_hi);
 }
 
 /*
