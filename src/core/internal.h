@@ -36,6 +36,9 @@
 /* Sets this large buffer twice as much: their merges rewrite a recent run
  * of up to a slice's items, and 0.1 bit per item buys half the rewrites. */
 #define SEEN_HEAD_LARGE_SET 65536u
+/* In sets this large, too, the run that takes the head is encoded with fine
+ * buckets: every single add probes it, and it is a small part of the set,
+ * so its larger index costs ~0.05 bit per stored item. */
 
 /* Fraction of the false-positive budget kept free when planning, so a set
  * that grows a little past its plan need not take much finer fingerprints. */
@@ -275,9 +278,10 @@ const uint32_t *seen__run_segs(const seen__run *r);
 size_t seen__run_index_bytes(const seen__run *r);
 size_t seen__run_tag_bytes(const seen__run *r);
 
-/* Encode n >= 1 strictly increasing values with tags < nsegs. */
+/* Encode n >= 1 strictly increasing values with tags < nsegs; `fine`:
+ * buckets of SEEN_BUCKET_ITEMS / 4 (faster point lookups, a larger index). */
 seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
-                          size_t n, const uint32_t *seg_ids, uint32_t nsegs);
+                          size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine);
 /* Decode every value and tag of a valid run into arrays of r->n entries. */
 void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags);
 /* Check a run read from untrusted bytes: header fields, index, every code,

@@ -20,7 +20,8 @@
  *
  * Buckets.  Value v is in bucket (v - base) / bucket_w, where nbuckets is
  * n / SEEN_BUCKET_ITEMS (half that many items per bucket for runs of at
- * least SEEN_LARGE_RUN) and bucket_w = ceil((span+1) / nbuckets): uniform
+ * least SEEN_LARGE_RUN, a quarter for "fine" runs, the writer's choice)
+ * and bucket_w = ceil((span+1) / nbuckets): uniform
  * values fill the buckets evenly.  Every bucket restarts its
  * gaps: its first value is coded as v - bucket_base, the next ones as
  * v - previous - 1, so a lookup jumps to its bucket and decodes half a
@@ -435,11 +436,14 @@ static uint64_t ipow(uint64_t k, uint32_t e)
 
 /* ---------------------------------------------------------------- runs */
 
-static uint32_t canonical_nbuckets(uint64_t n)
+static uint32_t canonical_nbuckets(uint64_t n, bool fine)
 {
     /* Large runs are where lookups spend their time (a point lookup decodes
-     * half a bucket), and their index is a small share of what they hold. */
-    uint64_t per = n >= SEEN_LARGE_RUN ? SEEN_BUCKET_ITEMS / 2 : SEEN_BUCKET_ITEMS;
+     * half a bucket), and their index is a small share of what they hold.
+     * Fine buckets serve the run every single add probes and rewrites. */
+    uint64_t per = fine                  ? SEEN_BUCKET_ITEMS / 4
+                   : n >= SEEN_LARGE_RUN ? SEEN_BUCKET_ITEMS / 2
+                                         : SEEN_BUCKET_ITEMS;
     uint64_t nb = n / per;
     return nb < 2 ? 1 : (uint32_t)nb;
 }
@@ -635,7 +639,7 @@ seen_err seen__run_clone(seen__run *dst, const seen__run *src)
 }
 
 seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
-                          size_t n, const uint32_t *seg_ids, uint32_t nsegs)
+                          size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine)
 {
     if (n == 0 || n > UINT32_MAX || nsegs == 0 || nsegs > SEEN_MAX_SEGMENTS)
         return SEEN_ERR_ARG;
@@ -646,7 +650,7 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
     r.base = vals[0];
     r.span = vals[n - 1] - vals[0];
     r.golomb_m = seen__golomb_choose(n, r.span);
-    r.nbuckets = canonical_nbuckets(n);
+    r.nbuckets = canonical_nbuckets(n, fine);
     r.bucket_w = canonical_bucket_w(r.nbuckets, r.span);
     r.nsegs = nsegs;
 
@@ -809,7 +813,8 @@ seen_err seen__run_validate(const seen__run *r)
     if (r->span > UINT64_MAX - r->base || (uint64_t)r->n - 1 > r->span)
         return CORRUPT;
     if (r->golomb_m != seen__golomb_choose(r->n, r->span) ||
-        r->nbuckets != canonical_nbuckets(r->n) ||
+        (r->nbuckets != canonical_nbuckets(r->n, false) &&
+         r->nbuckets != canonical_nbuckets(r->n, true)) ||
         r->bucket_w != canonical_bucket_w(r->nbuckets, r->span) || r->w_bits > 62 ||
         r->w_items > 40 ||
         (r->nbuckets == 1 && (r->w_bits | r->w_items | r->idx_min_bits | r->idx_min_items)))

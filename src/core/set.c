@@ -1078,7 +1078,12 @@ static seen_err merge_build(const seen_set *s, next_state *ns, const seen__run *
             out_count[orank[i]]++;
         }
         seen__free(tag_of);
-        err = seen__run_encode(out, c_out, ov, ot, n, seg_ids, used_cnt);
+        /* The run that takes the head in a large set: see SEEN_HEAD_LARGE_SET. */
+        uint64_t stored = 0;
+        for (uint32_t i = 0; i < s->nruns; i++)
+            stored += s->runs[i].n;
+        bool fine = with_head != HEAD_NONE && ninputs <= 1 && stored >= SEEN_HEAD_LARGE_SET;
+        err = seen__run_encode(out, c_out, ov, ot, n, seg_ids, used_cnt, fine);
     }
 account:
     if (err == SEEN_OK) {

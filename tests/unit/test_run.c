@@ -103,8 +103,21 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs)
     for (size_t i = 0; i < n; i++)
         t[i] = (uint16_t)rng_below(r, nsegs);
     seen__run run;
-    assert_int_equal(seen__run_encode(&run, 1, v, t, n, ids, nsegs), SEEN_OK);
+    /* Both bucket densities: the writer chooses, the loader accepts either
+     * and nothing else. */
+    bool fine = rng_below(r, 3) == 0;
+    assert_int_equal(seen__run_encode(&run, 1, v, t, n, ids, nsegs, fine), SEEN_OK);
     assert_int_equal(seen__run_validate(&run), SEEN_OK);
+    uint32_t per = fine                  ? SEEN_BUCKET_ITEMS / 4
+                   : n >= SEEN_LARGE_RUN ? SEEN_BUCKET_ITEMS / 2
+                                         : SEEN_BUCKET_ITEMS;
+    assert_int_equal(run.nbuckets, n / per < 2 ? 1 : n / per);
+    if (run.nbuckets > 2) {
+        uint32_t nb = run.nbuckets;
+        run.nbuckets = nb + 1;
+        assert_int_equal(seen__run_validate(&run), SEEN_ERR_FORMAT_CORRUPT);
+        run.nbuckets = nb;
+    }
     seen__run_decode(&run, dv, dt);
     assert_memory_equal(dv, v, n * sizeof *v);
     assert_memory_equal(dt, t, n * sizeof *t);
