@@ -277,44 +277,53 @@ typedef struct slow_result {
     unsigned used;
 } slow_result;
 
-/* The rare case of reader_golomb: a unary part or remainder too long for
- * the bits held.  Bit by bit, refilling as needed. */
+/* k <= 56 bits, refilling first. */
+static inline uint64_t reader_take(reader *rd, unsigned k)
+{
+    if (rd->avail < k)
+        reader_refill(rd);
+    uint64_t v = rd->buf & ((UINT64_C(1) << k) - 1);
+    rd->buf >>= k;
+    rd->avail -= k;
+    return v;
+}
+
+/* The case of reader_golomb where a code is longer than the bits held: a
+ * long unary part, or the ~50-bit remainders of exact 64-bit keys (every
+ * lookup in an exact set of thousands of items comes here). */
 static __attribute__((noinline)) slow_result reader_golomb_slow(reader rd, const seen__golomb *g)
 {
     uint64_t q = 0;
     unsigned total = 0;
     for (;;) {
-        if (rd.avail < 8)
-            reader_refill(&rd);
-        uint64_t bit = rd.buf & 1;
-        rd.buf >>= 1;
-        rd.avail -= 1;
-        total += 1;
-        if (bit)
-            break;
-        q++;
+        reader_refill(&rd);
+        uint64_t w = rd.buf & ((UINT64_C(1) << rd.avail) - 1);
+        if (w == 0) {
+            q += rd.avail;
+            total += rd.avail;
+            rd.buf >>= rd.avail;
+            rd.avail = 0;
+            continue;
+        }
+        unsigned z = (unsigned)__builtin_ctzll(w);
+        q += z;
+        total += z + 1;
+        rd.buf >>= z + 1;
+        rd.avail -= z + 1;
+        break;
     }
     uint64_t rem = 0;
     if (g->b > 0) {
-        uint64_t y = 0;
-        for (unsigned i = 0; i + 1 < g->b; i++) {
-            if (rd.avail < 8)
-                reader_refill(&rd);
-            y |= (rd.buf & 1) << i;
-            rd.buf >>= 1;
-            rd.avail -= 1;
-        }
-        total += g->b - 1;
+        unsigned k = g->b - 1;
+        uint64_t y = k <= 56 ? reader_take(&rd, k) : reader_take(&rd, 32);
+        if (k > 56)
+            y |= reader_take(&rd, k - 32) << 32;
+        total += k;
         if (y < g->short_n) {
             rem = y;
         } else {
-            if (rd.avail < 8)
-                reader_refill(&rd);
-            uint64_t bit = rd.buf & 1;
-            rd.buf >>= 1;
-            rd.avail -= 1;
             total += 1;
-            rem = ((y << 1) | bit) - g->short_n;
+            rem = ((y << 1) | reader_take(&rd, 1)) - g->short_n;
         }
     }
     return (slow_result){rd, q * g->m + rem, total};
