@@ -190,8 +190,12 @@ int main(int argc, char **argv)
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     char err[512], count[16];
     snprintf(count, sizeof count, "%d", brokers);
+    /* Keyless messages spread evenly: the default sticky partitioner puts
+     * a burst into one partition, whose size-bounded mock log then drops
+     * the oldest messages before a consumer has read them. */
     if (rd_kafka_conf_set(conf, "test.mock.num.brokers", count, err, sizeof err) ||
-        rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof err))
+        rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof err) ||
+        rd_kafka_conf_set(conf, "sticky.partitioning.linger.ms", "0", err, sizeof err))
         die("config", err);
     producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
     if (!producer)
