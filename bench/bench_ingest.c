@@ -235,7 +235,7 @@ int main(int argc, char **argv)
     snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
     struct config cfg = {.ts_granularity_ms = 1000, .bulk_threshold = 16};
     struct redis_target target;
-    redis_target_init(&target, addr, false, 30000);
+    redis_target_init(&target, addr, false, 30000, NULL);
     struct writer w;
     writer_init(&w, &target, &cfg, err, sizeof err);
 

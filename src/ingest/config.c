@@ -37,6 +37,12 @@ static const struct option_def options[] = {
      "the target is a Redis Cluster: route each key to the master of its slot", SEC_COMMON},
     {"redis-timeout", OPT_DURATION, OFF(redis_timeout_ms), 10, 3600000, "DUR",
      "connect and reply timeout of every Redis connection (default 5s)", SEC_COMMON},
+    {"redis-user", OPT_STR, OFF(redis_user), 0, 0, "NAME",
+     "ACL user every Redis connection authenticates as (needs a password)", SEC_COMMON},
+    {"redis-password-file", OPT_STR, OFF(redis_password_file), 0, 0, "FILE",
+     "authenticate every Redis connection with the password on FILE's first line; or set "
+     "SEEN_INGEST_REDIS_PASSWORD (never on the command line, where ps shows it)",
+     SEC_COMMON},
     {"key-template", OPT_STR, OFF(key_template), 0, 0, "TEMPLATE",
      "key of an event: %name stands for the event's (or legacy key's) field name (default "
      "seen:{%user})",
@@ -421,6 +427,39 @@ void config_free(struct config *cfg)
             free(*(char **)((char *)cfg + options[i].offset));
     for (int i = 0; i < cfg->n_kafka_props; i++)
         free(cfg->kafka_props[i]);
+    free(cfg->redis_password);
+}
+
+struct redis_auth config_auth(const struct config *cfg)
+{
+    return (struct redis_auth){.user = cfg->redis_user, .password = cfg->redis_password};
+}
+
+/* The password: the first line of --redis-password-file, else the
+ * environment; checked before anything starts. */
+static void load_password(struct config *cfg)
+{
+    if (cfg->redis_password_file) {
+        FILE *f = fopen(cfg->redis_password_file, "r");
+        if (!f)
+            usage_error("--redis-password-file", "cannot read '%s': %s", cfg->redis_password_file,
+                        strerror(errno));
+        char line[1024];
+        bool got = fgets(line, sizeof line, f) != NULL;
+        fclose(f);
+        line[got ? strcspn(line, "\r\n") : 0] = '\0';
+        if (!line[0])
+            usage_error("--redis-password-file", "'%s' has no password on its first line",
+                        cfg->redis_password_file);
+        cfg->redis_password = xstrdup(line);
+        return;
+    }
+    const char *env = getenv("SEEN_INGEST_REDIS_PASSWORD");
+    if (env && env[0])
+        cfg->redis_password = xstrdup(env);
+    else if (cfg->redis_user)
+        usage_error("--redis-user", "needs a password: --redis-password-file FILE or "
+                                    "SEEN_INGEST_REDIS_PASSWORD");
 }
 
 static void set_defaults(struct config *cfg)
@@ -485,6 +524,7 @@ static void validate(struct config *cfg, enum command cmd)
     if (!parse_host_port(cfg->redis, host, sizeof host, &port))
         usage_error("--redis", "want HOST:PORT (got '%s')", cfg->redis);
     validate_syntax(cfg);
+    load_password(cfg);
     if (cmd == CMD_MIGRATE) {
         if (!cfg->legacy_pattern)
             usage_error("migrate", "--legacy-pattern is required");

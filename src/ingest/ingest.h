@@ -61,6 +61,12 @@ bool giving_up(void);
  * outage; NULL for none. */
 extern void (*while_waiting)(void);
 
+/* Credentials every connection authenticates with (AUTH [user] password);
+ * password NULL: no AUTH. */
+struct redis_auth {
+    const char *user, *password;
+};
+
 /* -------------------------------------------------------------- options */
 enum source_kind { SOURCE_NONE, SOURCE_KAFKA, SOURCE_STREAM };
 enum stats_format { STATS_TEXT, STATS_JSON };
@@ -72,7 +78,10 @@ struct config {
     char *redis;  /* host:port of the single Redis, or a Cluster seed */
     bool cluster; /* route keys by slot */
     int64_t redis_timeout_ms;
-    char *policy; /* SEEN.INSERT policy options for keys the writes make */
+    char *redis_user;          /* ACL user of every Redis connection, or NULL */
+    char *redis_password_file; /* where the password comes from, or NULL */
+    char *redis_password;      /* read from that file or the environment */
+    char *policy;              /* SEEN.INSERT policy options for keys the writes make */
     /* events */
     char *key_template;
     char *item_field, *ts_field;
@@ -119,6 +128,8 @@ enum command { CMD_RUN, CMD_MIGRATE };
  * naming the offending option. */
 void config_load(struct config *cfg, enum command *cmd, int argc, char **argv);
 void config_free(struct config *cfg);
+/* The credentials of every Redis connection (password NULL: no AUTH). */
+struct redis_auth config_auth(const struct config *cfg);
 /* Splits "host:port"; false on bad syntax. */
 bool parse_host_port(const char *s, char *host, size_t hostlen, int *port);
 
@@ -188,6 +199,7 @@ struct redis_node {
     char host[256];
     int port;
     struct redisContext *ctx;
+    struct redis_auth auth;
 };
 
 /* One command of a pipeline.  argv entries are owned by the caller. */
@@ -211,6 +223,7 @@ struct redis_target {
     char seed_host[256];
     int seed_port;
     int timeout_ms;
+    struct redis_auth auth;
     struct redis_node *nodes;
     size_t n_nodes, cap_nodes;
     int slot_node[CLUSTER_SLOTS]; /* node index, or -1 */
@@ -218,7 +231,9 @@ struct redis_target {
     int64_t backoff_ms;
 };
 
-bool redis_target_init(struct redis_target *t, const char *addr, bool cluster, int timeout_ms);
+/* auth may be NULL (no AUTH); its strings must outlive the target. */
+bool redis_target_init(struct redis_target *t, const char *addr, bool cluster, int timeout_ms,
+                       const struct redis_auth *auth);
 void redis_target_free(struct redis_target *t);
 /* Connects (or reconnects) one node; NULL on failure (logged). */
 struct redisContext *redis_node_connect(struct redis_node *node, int timeout_ms);

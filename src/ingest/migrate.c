@@ -418,9 +418,10 @@ static bool migration_open(struct migration *m, const struct config *cfg)
     uint64_t at = 0;
     m->set_ts = decimal_u64(cfg->set_ts, strlen(cfg->set_ts), &at) ? (int64_t)at : now_ms();
     /* Both addresses were checked by config_load. */
+    struct redis_auth auth = config_auth(cfg);
     redis_target_init(&m->from, cfg->from ? cfg->from : cfg->redis, false,
-                      (int)cfg->redis_timeout_ms);
-    redis_target_init(&m->to, cfg->redis, cfg->cluster, (int)cfg->redis_timeout_ms);
+                      (int)cfg->redis_timeout_ms, &auth);
+    redis_target_init(&m->to, cfg->redis, cfg->cluster, (int)cfg->redis_timeout_ms, &auth);
     if (!writer_init(&m->writer, &m->to, cfg, err, sizeof err)) {
         log_msg(LOG_ERROR, "--policy: %s", err);
         return false;

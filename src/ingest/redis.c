@@ -61,6 +61,25 @@ redisContext *redis_node_connect(struct redis_node *node, int timeout_ms)
     }
     redisSetTimeout(c, timeval_of(timeout_ms));
     redisEnableKeepAlive(c);
+    if (node->auth.password) {
+        const char *argv[3] = {"AUTH", node->auth.user, node->auth.password};
+        int argc = node->auth.user ? 3 : 2;
+        if (!node->auth.user)
+            argv[1] = node->auth.password;
+        redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            /* Logged as an error but retried like any unreachable node: the
+             * server's ACLs may be fixed while the ingester waits. */
+            log_msg(LOG_ERROR, "redis %s:%d: AUTH%s%s refused: %s", node->host, node->port,
+                    node->auth.user ? " as " : "", node->auth.user ? node->auth.user : "",
+                    r ? r->str : c->errstr);
+            if (r)
+                freeReplyObject(r);
+            redisFree(c);
+            return NULL;
+        }
+        freeReplyObject(r);
+    }
     node->ctx = c;
     return c;
 }
@@ -89,14 +108,17 @@ static int find_node(struct redis_target *t, const char *host, int port)
         t->nodes = xrealloc(t->nodes, t->cap_nodes * sizeof *t->nodes);
     }
     struct redis_node *node = &t->nodes[t->n_nodes];
-    *node = (struct redis_node){.port = port};
+    *node = (struct redis_node){.port = port, .auth = t->auth};
     snprintf(node->host, sizeof node->host, "%s", host);
     return (int)t->n_nodes++;
 }
 
-bool redis_target_init(struct redis_target *t, const char *addr, bool cluster, int timeout_ms)
+bool redis_target_init(struct redis_target *t, const char *addr, bool cluster, int timeout_ms,
+                       const struct redis_auth *auth)
 {
     *t = (struct redis_target){.cluster = cluster, .timeout_ms = timeout_ms};
+    if (auth)
+        t->auth = *auth;
     if (!parse_host_port(addr, t->seed_host, sizeof t->seed_host, &t->seed_port))
         return false;
     for (int s = 0; s < CLUSTER_SLOTS; s++)

@@ -188,7 +188,8 @@ static bool runner_open(struct runner *r, const struct config *cfg)
 {
     char err[512];
     /* The address was checked by config_load. */
-    redis_target_init(&r->target, cfg->redis, cfg->cluster, (int)cfg->redis_timeout_ms);
+    struct redis_auth auth = config_auth(cfg);
+    redis_target_init(&r->target, cfg->redis, cfg->cluster, (int)cfg->redis_timeout_ms, &auth);
     if (!writer_init(&r->writer, &r->target, cfg, err, sizeof err)) {
         log_msg(LOG_ERROR, "--policy: %s", err);
         return false;

@@ -365,7 +365,8 @@ struct source *stream_source_open(const struct config *cfg, char *err, size_t er
     struct stream_source *s = xmalloc(sizeof *s);
     *s = (struct stream_source){.base = {.ops = &stream_ops, .cfg = cfg}};
     const char *addr = cfg->stream_redis ? cfg->stream_redis : cfg->redis;
-    if (!redis_target_init(&s->target, addr, false, (int)cfg->redis_timeout_ms)) {
+    struct redis_auth auth = config_auth(cfg);
+    if (!redis_target_init(&s->target, addr, false, (int)cfg->redis_timeout_ms, &auth)) {
         snprintf(err, errlen, "--stream-redis: bad address '%s' (want host:port)", addr);
         free(s);
         return NULL;
