@@ -1,14 +1,32 @@
 """helpers.py — small helpers shared by the module tests (tests/module) and
 the cluster tests (tests/cluster, which put this directory on sys.path):
 free ports, the server's clock, bounded waits, SEEN.INFO replies as dicts."""
+import random
 import socket
 import time
 
+_ports = random.SystemRandom()
+
+
+def _bindable(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
 
 def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port whose +10,000 is free too: a Cluster node needs
+    that one for its bus, and refuses ports above 55535.  Both lie below the
+    kernel's ephemeral range (32768 up), so outgoing connections do not take
+    them between this check and the server's bind."""
+    for _ in range(500):
+        port = _ports.randrange(10000, 22768)
+        if _bindable(port) and _bindable(port + 10000):
+            return port
+    raise RuntimeError("no free loopback port in 10000-22767")
 
 
 def server_ms(client):
