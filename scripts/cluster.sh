@@ -224,7 +224,9 @@ start_node() { # start_node PORT: start it unless it runs; wait until it answers
 # Up means: every node says cluster_state:ok, sees every other node
 # connected and not failing, and as many nodes as the layout has replicas
 # are replicas with their link to the master up (a master restarted after
-# its replica took over is up only once it has turned into a replica).
+# its replica took over is up only once it has turned into a replica), and
+# every node's view already shows them as replicas (gossip lags behind the
+# replication link; a client asking any node must see the layout).
 cluster_up() {
   local port nodes linked=0
   for port in "${ports[@]}"; do
@@ -232,6 +234,7 @@ cluster_up() {
     nodes="$(cli "$port" cluster nodes)" || return 1
     [ "$(echo "$nodes" | grep -c ' connected')" -eq ${#ports[@]} ] || return 1
     ! echo "$nodes" | grep -Eq 'fail|handshake|noaddr|disconnected' || return 1
+    [ "$(echo "$nodes" | awk '$3 ~ /slave/' | wc -l)" -eq $((masters * replicas)) ] || return 1
     if [ "$(field "$port" replication role)" = slave ]; then
       [ "$(field "$port" replication master_link_status)" = up ] || return 1
       [ "$(field "$port" replication master_sync_in_progress)" = 0 ] || return 1
