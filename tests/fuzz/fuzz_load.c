@@ -58,11 +58,7 @@ static void exercise(seen_set *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static bool rounding;
-    if (!rounding) { /* as under Redis: large runs take their two-block layout */
-        alloc_install_classes();
-        rounding = true;
-    }
+    alloc_install_classes(); /* as under Redis: large runs take their two-block layout */
     const uint8_t *input = data;
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
     uint8_t *fixed = malloc(size ? size : 1);
