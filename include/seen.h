@@ -64,6 +64,8 @@ typedef enum seen_err {
     SEEN_ERR_FORMAT_CHECKSUM,  /* serialized bytes fail their checksum */
     SEEN_ERR_FORMAT_TRUNCATED, /* serialized bytes end early */
     SEEN_ERR_FORMAT_CORRUPT,   /* a field is out of range or inconsistent */
+    SEEN_ERR_LIMIT,            /* the write would take the set past a limit of its
+                                  serialized form; the set is unchanged */
     SEEN_ERR__COUNT
 } seen_err;
 

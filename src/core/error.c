@@ -41,6 +41,8 @@ const char *seen_strerror(seen_err err)
         return "serialized seen set is truncated";
     case SEEN_ERR_FORMAT_CORRUPT:
         return "serialized seen set is corrupt";
+    case SEEN_ERR_LIMIT:
+        return "write refused: the set would pass a limit of its stored form";
     case SEEN_ERR__COUNT:
         break;
     }

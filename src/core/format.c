@@ -16,8 +16,6 @@
 
 #define FORMAT_MAGIC "SEEN"
 #define FORMAT_VERSION 1u
-#define MAX_RUNS 64u
-#define MAX_HEAD (1u << 22)
 
 /* Sizes of the fixed parts, in bytes (see docs/FORMAT.md). */
 #define HEADER_BYTES 106u
@@ -339,11 +337,11 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
     if (rb->short_read)
         return SEEN_ERR_FORMAT_TRUNCATED;
     if (ids > 1 || !seen__set_derive(s) || s->has_origin > 1 || !time_ok(s->origin) ||
-        !time_ok(s->clock) || !time_ok(s->hwm_clock) || s->hwm > (UINT64_C(1) << 40) ||
+        !time_ok(s->clock) || !time_ok(s->hwm_clock) || s->hwm > SEEN_MAX_COUNT ||
         s->next_seg_id > SEEN_SEG_ID_LIMIT || !time_ok(s->newest) ||
         (s->has_origin && (s->origin > s->clock || s->newest < s->origin || s->newest > s->clock)))
         return CORRUPT;
-    if (nsegs > SEEN_MAX_SEGMENTS || nruns > MAX_RUNS || head_n > MAX_HEAD)
+    if (nsegs > SEEN_MAX_SEGMENTS || nruns > SEEN_MAX_RUNS || head_n > SEEN_MAX_HEAD)
         return CORRUPT;
     if (!s->has_origin && (nsegs || nruns || head_n))
         return CORRUPT;
@@ -374,8 +372,8 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
          * anything further out is impossible (and would overflow). */
         int64_t max_slice = s->slice_ms ? SEEN_MAX_TIME_MS / (int64_t)s->slice_ms + 1 : 0;
         if (g->dropped > 1 || (g->dropped && g->shadow) || g->id >= s->next_seg_id ||
-            g->shadow > (UINT64_C(1) << 40) || g->slice < -max_slice || g->slice > max_slice ||
-            g->seq > (UINT64_C(1) << 62))
+            g->shadow > SEEN_MAX_COUNT || g->slice < -max_slice || g->slice > max_slice ||
+            g->seq > SEEN_MAX_SEQ)
             return CORRUPT;
         if (i > 0) {
             const seen__segment *q = &s->segs[i - 1];
@@ -433,7 +431,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
         if (rb->short_read)
             return SEEN_ERR_FORMAT_TRUNCATED;
         if (r.c == 0 || ((s->budget == 0 || s->plan_c == 0) && r.c != 1) || r.n == 0 ||
-            r.nsegs == 0 || r.nsegs > SEEN_MAX_SEGMENTS || r.code_bits > (UINT64_C(1) << 58) ||
+            r.nsegs == 0 || r.nsegs > SEEN_MAX_SEGMENTS || r.code_bits > SEEN_MAX_CODE_BITS ||
             r.nbuckets == 0 || r.nbuckets > r.n || r.w_bits > 62 || r.w_items > 40)
             return CORRUPT;
         size_t payload = run_payload_bytes(&r);

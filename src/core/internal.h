@@ -53,6 +53,13 @@
  * slice of history shows the user's rate. */
 #define SEEN_YOUNG_EXACT_MAX 65536u
 
+/* An import (a write of items older than SEEN_IMPORT_LAG_MS) keeps up to this many stored entries
+ * exact, until a live write or an expiry settles the set for what it then holds. */
+#define SEEN_IMPORT_EXACT_MAX (1u << 20)
+/* Items older than this before a write's `now` (or than one slice, if
+ * shorter) make the write an import: a feed's own events lag by seconds. */
+#define SEEN_IMPORT_LAG_MS (10ll * 60 * 1000)
+
 /* The recent run is folded into main when its slice ends, or once it holds
  * as many items as main (which bounds rewrites when items arrive in random
  * time order). */
@@ -62,11 +69,38 @@
  * on each merge is cheap, and one run avoids the cost of a split. */
 #define SEEN_SINGLE_RUN_MAX 1024u
 
+/* ------------------------------------------------------------ limits */
+
+/*
+ * The limits of a set's state.  The loader (format.c) refuses anything
+ * beyond them and the writer (set.c) never goes beyond them: it merges,
+ * renumbers or refuses the write instead.  One table for both, so a state
+ * any sequence of operations can reach always loads back.
+ */
 /* Segment ids count up; past this a write renumbers them from 0. */
 #define SEEN_SEG_ID_LIMIT (UINT32_C(1) << 31)
-
-/* Upper bound on live segments (slices x count segments). */
+/* Segments in the table.  A capped set coalesces sparse neighbouring count
+ * steps once it holds SEEN_SEGMENTS_SOFT of them, far below this. */
 #define SEEN_MAX_SEGMENTS 4096u
+/* Runs in a set. */
+#define SEEN_MAX_RUNS 64u
+/* Raw entries in the head. */
+#define SEEN_MAX_HEAD (1u << 22)
+/* A count step's sequence number within its slice; the writer renumbers a
+ * slice's steps from 0 before one would pass it. */
+#define SEEN_MAX_SEQ (UINT64_C(1) << 62)
+/* A segment's shadow count and the planning high-water mark. */
+#define SEEN_MAX_COUNT (UINT64_C(1) << 40)
+/* Bits of Golomb codes in one run. */
+#define SEEN_MAX_CODE_BITS (UINT64_C(1) << 58)
+/* The Golomb parameter of a run. */
+#define SEEN_MAX_GOLOMB_M (UINT64_C(1) << 62)
+
+/* A capped set keeps at most about this many segments: past it, a flush
+ * merges neighbouring count steps of a slice whose items together fit one
+ * step (re-adds empty old steps; a batch far larger than the cap fills
+ * and drops one step per ceil(cap/slices) items). */
+#define SEEN_SEGMENTS_SOFT(slices) (4u * (slices) + 16u)
 
 /* Default policy values. */
 #define SEEN_DEFAULT_WINDOW_MS (90ull * 24 * 3600 * 1000)

@@ -90,23 +90,47 @@ void seen__golomb_init(seen__golomb *g, uint64_t m)
     g->lowmask = (UINT64_C(1) << (g->b - 1)) - 1;
 }
 
-#define GOLOMB_M_MAX (UINT64_C(1) << 62)
+/* q^e in 0.64 fixed point (q < 2^64 stands for q / 2^64), truncated at
+ * each step: integers only, so every platform computes the same value. */
+static uint64_t fixed_pow(uint64_t q, uint64_t e)
+{
+    uint64_t result = UINT64_MAX; /* ~1.0 */
+    while (e > 0 && result != 0) {
+        if (e & 1)
+            result = seen__mulhi(result, q);
+        q = seen__mulhi(q, q);
+        e >>= 1;
+    }
+    return result;
+}
 
 uint64_t seen__golomb_choose(uint64_t n, uint64_t span)
 {
     /* n values over span+1 slots: gaps are ~geometric with success
      * probability p = n / (span + 1).  The optimal m is the smallest with
-     * (1-p)^m + (1-p)^(m+1) <= 1, i.e. ceil(log(2-p) / -log(1-p)). */
-    double range = (double)span + 1.0;
-    double p = (double)n / range;
-    if (p >= 0.38)
+     * (1-p)^m + (1-p)^(m+1) <= 1.  The encoder's choice must not depend on
+     * a C library's log(), so this is a binary search on m with 1 - p in
+     * 0.64 fixed point; m lies within [ln2/p - 1, ln2/p + 1]. */
+    unsigned __int128 range = (unsigned __int128)span + 1;
+    if (n == 0 || (unsigned __int128)n * 100 >= range * 38)
         return 1;
-    double m = ceil(log(2.0 - p) / -log1p(-p));
-    if (!(m >= 1.0))
-        return 1;
-    if (m >= (double)GOLOMB_M_MAX)
-        return GOLOMB_M_MAX;
-    return (uint64_t)m;
+    uint64_t q = (uint64_t)((((unsigned __int128)(range - n)) << 64) / range);
+    /* ln2 / p = range * ln2 / n, with ln2 ~ 6243314768165359 / 2^53. */
+    unsigned __int128 guess = (range * UINT64_C(6243314768165359)) / n >> 53;
+    if (guess >= SEEN_MAX_GOLOMB_M)
+        return SEEN_MAX_GOLOMB_M;
+    uint64_t lo = guess > 2 ? (uint64_t)guess - 2 : 1;
+    uint64_t hi = guess + 2 < SEEN_MAX_GOLOMB_M ? (uint64_t)guess + 2 : SEEN_MAX_GOLOMB_M;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        uint64_t qm = fixed_pow(q, mid);
+        unsigned __int128 sum = (unsigned __int128)qm + seen__mulhi(qm, q);
+        if (sum <= ((unsigned __int128)1 << 64))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
 }
 
 /*
@@ -821,7 +845,9 @@ seen_err seen__run_validate(const seen__run *r)
         return CORRUPT;
     if (r->span > UINT64_MAX - r->base || (uint64_t)r->n - 1 > r->span)
         return CORRUPT;
-    if (r->golomb_m != seen__golomb_choose(r->n, r->span) ||
+    /* Any Golomb parameter decodes; the writer's choice is canonical, but
+     * sets written with another (older) choice of it still load. */
+    if (r->golomb_m == 0 || r->golomb_m > SEEN_MAX_GOLOMB_M ||
         (r->nbuckets != canonical_nbuckets(r->n, false) &&
          r->nbuckets != canonical_nbuckets(r->n, true)) ||
         r->bucket_w != canonical_bucket_w(r->nbuckets, r->span) || r->w_bits > 62 ||

@@ -596,6 +596,7 @@ typedef struct next_state {
     int64_t hwm_clock;
     uint32_t next_seg_id;
     uint8_t has_origin;
+    bool backfill; /* the write imports past history (see flush) */
 } next_state;
 
 static void next_discard(const seen_set *s, next_state *ns)
@@ -620,7 +621,10 @@ static void next_discard(const seen_set *s, next_state *ns)
 static seen_err next_begin(const seen_set *s, next_state *ns, int64_t now, size_t extra_segs)
 {
     memset(ns, 0, sizeof *ns);
-    ns->clock = now > s->clock ? now : s->clock;
+    /* The write's own time decides what is alive.  The set's clock only
+     * records the latest of them: a clock from the future (a crafted or
+     * skewed set) must not make a write purge or ignore what is alive now. */
+    ns->clock = now;
     ns->origin = s->origin;
     ns->newest = s->newest;
     ns->has_origin = s->has_origin;
@@ -961,7 +965,6 @@ static seen_err merge_build(const seen_set *s, next_state *ns, const seen__run *
                             size_t ninputs, head_part with_head, uint64_t c_out, const uint64_t *rm,
                             size_t nrm, seen__run *out, bool *empty)
 {
-    stream st[8];
     size_t nst = 0;
     seen_err err = SEEN_OK;
     uint64_t *ov = NULL;
@@ -969,13 +972,17 @@ static seen_err merge_build(const seen_set *s, next_state *ns, const seen__run *
     int32_t *orank = NULL;
     size_t total = 0;
     *empty = false;
-    if (ninputs > 7)
+    if (ninputs > SEEN_MAX_RUNS)
         return SEEN_ERR_ARG;
+    stream *st = seen__calloc(ninputs + 1, sizeof *st);
     /* Per table segment: entries consumed, produced, and dropped as the
      * older of two equal values. */
     uint64_t *acct = seen__calloc((size_t)ns->nsegs * 3 + 1, sizeof *acct);
-    if (acct == NULL)
+    if (acct == NULL || st == NULL) {
+        seen__free(st);
+        seen__free(acct);
         return SEEN_ERR_NOMEM;
+    }
     uint64_t *in_count = acct, *out_count = acct + ns->nsegs, *collapsed = acct + 2 * ns->nsegs;
     for (size_t i = 0; i < ninputs && err == SEEN_OK; i++) {
         err = stream_from_run(s, ns, inputs[i], c_out, rm, nrm, &st[nst], in_count);
@@ -1058,12 +1065,14 @@ static seen_err merge_build(const seen_set *s, next_state *ns, const seen__run *
     /* Tags: the ranks used, renumbered in age order. */
     {
         uint32_t used_cnt = 0;
-        uint32_t seg_ids[SEEN_MAX_SEGMENTS];
-        int32_t *tag_of = seen__malloc(ns->nsegs * sizeof *tag_of);
+        /* One block: the tag of each table segment, then the ids of the
+         * segments used (at most the table's size, never a fixed bound). */
+        int32_t *tag_of = seen__malloc((size_t)ns->nsegs * (sizeof *tag_of + sizeof(uint32_t)));
         if (tag_of == NULL) {
             err = SEEN_ERR_NOMEM;
             goto done;
         }
+        uint32_t *seg_ids = (uint32_t *)(void *)(tag_of + ns->nsegs);
         for (uint32_t i = 0; i < ns->nsegs; i++)
             tag_of[i] = -1;
         for (size_t i = 0; i < n; i++)
@@ -1077,7 +1086,6 @@ static seen_err merge_build(const seen_set *s, next_state *ns, const seen__run *
             ot[i] = (uint16_t)tag_of[orank[i]];
             out_count[orank[i]]++;
         }
-        seen__free(tag_of);
         /* Fine buckets: for exact keys (~55 bits each, so the index is
          * noise) and for the run that takes the head in a large set (see
          * SEEN_HEAD_LARGE_SET). */
@@ -1087,6 +1095,7 @@ static seen_err merge_build(const seen_set *s, next_state *ns, const seen__run *
         bool fine =
             c_out == 1 || (with_head != HEAD_NONE && ninputs <= 1 && stored >= SEEN_HEAD_LARGE_SET);
         err = seen__run_encode(out, c_out, ov, ot, n, seg_ids, used_cnt, fine);
+        seen__free(tag_of);
     }
 account:
     if (err == SEEN_OK) {
@@ -1101,6 +1110,7 @@ account:
 done:
     for (size_t i = 0; i < nst; i++)
         stream_free(&st[i]);
+    seen__free(st);
     seen__free(ov);
     seen__free(ot);
     seen__free(orank);
@@ -1129,6 +1139,15 @@ static uint64_t mantissa_round(uint64_t x)
     return bl > 24 ? x & ~((UINT64_C(1) << (bl - 24)) - 1) : x;
 }
 
+/* The start of the oldest live slice that holds items (INT64_MAX: none). */
+static int64_t oldest_live_start(const seen_set *s, const next_state *ns)
+{
+    for (uint32_t i = 0; i < ns->nsegs; i++) /* age order: the first found */
+        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) && seen__seg_items(&ns->segs[i]) > 0)
+            return ns->origin + ns->segs[i].slice * (int64_t)s->slice_ms;
+    return INT64_MAX;
+}
+
 static bool next_exact_phase(const seen_set *s, const next_state *ns, uint64_t live)
 {
     if (s->budget == 0)
@@ -1137,19 +1156,30 @@ static bool next_exact_phase(const seen_set *s, const next_state *ns, uint64_t l
         return false;
     if (live <= s->policy.exact_limit)
         return true;
-    int64_t span = ns->newest - ns->origin;
-    return s->slice_ms && span < (int64_t)s->slice_ms && live <= SEEN_YOUNG_EXACT_MAX;
+    if (!s->slice_ms || live > SEEN_YOUNG_EXACT_MAX)
+        return false;
+    /* Young: its live items span less than one slice of data time. */
+    int64_t start = oldest_live_start(s, ns);
+    return start == INT64_MAX || ns->newest - start < (int64_t)s->slice_ms;
 }
 
-/* How many items the set should be planned for. */
-static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t live)
+/* How many items the set should be planned for; never fewer than the
+ * entries it stores (`entries`), so a merge of all of them at the plan's
+ * divisor fits the budget whatever the counts claim. */
+static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t live,
+                            uint64_t entries)
 {
     uint64_t t = live > ns->hwm ? live : ns->hwm;
     if (s->slice_ms) {
-        int64_t span = ns->newest - ns->origin;
+        /* Less than a window of history among the live slices: project
+         * the observed rate over the window.  Measured on the data's own
+         * times (an import arrives at one `now` with times spread over the
+         * past), from the oldest live slice, so a history longer than the
+         * window is planned for what the window holds. */
+        int64_t start = oldest_live_start(s, ns);
+        int64_t span = start == INT64_MAX ? 0 : ns->newest - start;
         int64_t w = (int64_t)s->policy.window_ms;
         if (span < w) {
-            /* Younger than a window: project the observed rate. */
             int64_t base = span > (int64_t)s->slice_ms ? span : (int64_t)s->slice_ms;
             double proj = (double)live * (double)w / (double)base;
             if (proj > (double)t)
@@ -1165,6 +1195,8 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
         if (t > cap)
             t = cap > live ? cap : live;
     }
+    if (t < entries)
+        t = entries;
     return t ? t : 1;
 }
 
@@ -1247,8 +1279,9 @@ static bool run_is_sealed(const seen_set *s, const next_state *ns, const seen__r
     return true;
 }
 
-/* A working copy of the run list that flush edits. */
-#define RUNLIST_MAX 72
+/* A working copy of the run list that flush edits: a few runs of room
+ * above the limit, which flush brings the list back under. */
+#define RUNLIST_MAX (SEEN_MAX_RUNS + 8)
 typedef struct runlist {
     seen__run r[RUNLIST_MAX];
     bool created[RUNLIST_MAX]; /* built by this write (owned until commit) */
@@ -1353,6 +1386,45 @@ static uint64_t expected_arrivals(const seen_set *s, const next_state *ns, uint6
 }
 
 /*
+ * Settle: exact runs (c = 1) in a compact set — an import's, or keys stored
+ * exactly while the budget was short — are re-encoded as one run at the
+ * coarsest plan / 2^j the budget left allows, in the place of the first of
+ * them, where the fold can merge it with main.  Nothing happens when the
+ * budget has no room for fingerprints coarser than 1.
+ */
+static seen_err settle_exact_runs(const seen_set *s, next_state *ns, runlist *rl)
+{
+    const seen__run *in[RUNLIST_MAX];
+    uint32_t k = 0, first = UINT32_MAX;
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < rl->n; i++)
+        if (rl->r[i].c == 1) {
+            in[k++] = &rl->r[i];
+            n += rl->r[i].n;
+            if (first == UINT32_MAX)
+                first = i;
+        }
+    if (k == 0 || ns->plan_c == 0)
+        return SEEN_OK;
+    unsigned __int128 budget = budget_of(s), used = usage_except(rl, 0, 0);
+    unsigned __int128 room = budget > used ? budget - used : 0;
+    uint64_t c = fitting_divisor(ns->plan_c, room, n);
+    if (c <= 1)
+        return SEEN_OK;
+    seen__run nr;
+    bool empty;
+    seen_err err = merge_build(s, ns, in, k, HEAD_NONE, c, NULL, 0, &nr, &empty);
+    if (err != SEEN_OK)
+        return err;
+    for (uint32_t i = rl->n; i-- > 0;)
+        if (rl->r[i].c == 1)
+            runlist_replace(rl, i, i + 1, NULL, true);
+    if (!empty)
+        runlist_replace(rl, first, first, &nr, false);
+    return SEEN_OK;
+}
+
+/*
  * Merge the head into the runs and tidy them, in this order: purge items of
  * dead segments (so budget checks see what is really held); leave the exact
  * phase if it is over, or re-plan; fold a recent run whose slice has ended
@@ -1382,8 +1454,6 @@ static seen_err flush(const seen_set *s, next_state *ns)
     seen_err err = SEEN_OK;
     unsigned __int128 budget = budget_of(s);
     uint64_t live = next_live_items(s, ns);
-    bool exact = next_exact_phase(s, ns, live);
-    uint64_t target = plan_target(s, ns, live);
     seen__run nr;
     bool empty;
 
@@ -1399,20 +1469,38 @@ static seen_err flush(const seen_set *s, next_state *ns)
             i--;
     }
 
+    uint64_t entries = ns->hn;
+    for (uint32_t i = 0; i < rl->n; i++)
+        entries += rl->r[i].n;
+    /* An import (a write of past history) keeps what it brings exact: its
+     * items' count is not known until it ends, and fingerprints planned
+     * for part of it could never be refined.  The first live write or
+     * expiry after it settles the set for what it then holds. */
+    bool importing = ns->backfill && entries <= SEEN_IMPORT_EXACT_MAX;
+    bool exact = next_exact_phase(s, ns, live) || (importing && ns->plan_c == 0);
+    uint64_t target = plan_target(s, ns, live, entries);
+
     if (!exact && ns->plan_c == 0) {
         /* Leaving the exact phase: every run holds exact keys (c = 1), so
          * all of them can be re-encoded under the planned divisor. */
         replan(s, ns, target);
-        const seen__run *in[8];
-        uint32_t k = 0;
-        for (uint32_t i = 0; i < rl->n && k < 7; i++)
-            in[k++] = &rl->r[i];
-        err = merge_build(s, ns, in, k, HEAD_ALL, ns->plan_c, NULL, 0, &nr, &empty);
+        const seen__run *in[RUNLIST_MAX];
+        for (uint32_t i = 0; i < rl->n; i++)
+            in[i] = &rl->r[i];
+        err = merge_build(s, ns, in, rl->n, HEAD_ALL, ns->plan_c, NULL, 0, &nr, &empty);
         if (err != SEEN_OK)
             goto fail;
-        runlist_replace(rl, 0, k, &nr, empty);
+        runlist_replace(rl, 0, rl->n, &nr, empty);
         ns->hn = 0;
-    } else {
+    } else if (importing && ns->hn) {
+        /* Into the compact set, an import adds exact runs; the fold below
+         * merges them with each other as they grow. */
+        err = merge_build(s, ns, NULL, 0, HEAD_ALL, 1, NULL, 0, &nr, &empty);
+        if (err != SEEN_OK)
+            goto fail;
+        runlist_replace(rl, rl->n, rl->n, &nr, empty);
+        ns->hn = 0;
+    } else if (!importing) {
         if (!exact)
             replan(s, ns, target);
         uint64_t plan = exact ? 1 : ns->plan_c;
@@ -1472,7 +1560,7 @@ static seen_err flush(const seen_set *s, next_state *ns)
                     c = 1;
             }
             if (rl->n >= RUNLIST_MAX - 2) {
-                err = SEEN_ERR_NOMEM; /* unreachable: divisors halve per run */
+                err = SEEN_ERR_LIMIT;
                 goto fail;
             }
             err = merge_build(s, ns, NULL, 0, rest, c, NULL, 0, &nr, &empty);
@@ -1503,6 +1591,8 @@ static seen_err flush(const seen_set *s, next_state *ns)
                 goto fail;
             runlist_replace(rl, i, i + 1, &nr, empty);
         }
+        if (!exact && (err = settle_exact_runs(s, ns, rl)) != SEEN_OK)
+            goto fail;
     }
 
     /* Fold a recent run that has grown as large as main (so rewrites stay
@@ -1520,6 +1610,12 @@ static seen_err flush(const seen_set *s, next_state *ns)
             break;
     }
 
+    /* The state must load back: the budget holds and the runs are within
+     * the format's limit (neither fails unless planning is wrong). */
+    if (rl->n > SEEN_MAX_RUNS || usage_except(rl, 0, 0) > budget) {
+        err = SEEN_ERR_LIMIT;
+        goto fail;
+    }
     ns->nruns = rl->n;
     ns->runs = seen__malloc((rl->n ? rl->n : 1) * sizeof *ns->runs);
     if (ns->runs == NULL) {
@@ -1576,6 +1672,25 @@ static void update_hwm(const seen_set *s, next_state *ns)
     }
 }
 
+/* Does the set hold exact keys that a flush would now compact: it is past
+ * its exact phase but has no plan yet, or it has exact runs beside its
+ * compact ones and budget to spare for them (an import has ended)? */
+static bool unsettled(const seen_set *s, const next_state *ns)
+{
+    if (s->budget == 0 || (s->nruns == 0 && ns->hn == 0))
+        return false;
+    if (ns->plan_c == 0)
+        return !next_exact_phase(s, ns, next_live_items(s, ns));
+    unsigned __int128 used = 0;
+    uint64_t exact = 0;
+    for (uint32_t i = 0; i < s->nruns; i++) {
+        used += run_mass(&s->runs[i]);
+        exact += s->runs[i].c == 1 ? s->runs[i].n : 0;
+    }
+    unsigned __int128 budget = budget_of(s);
+    return exact > 0 && used < budget && fitting_divisor(ns->plan_c, budget - used, exact) > 1;
+}
+
 /* Should this write flush the head or rewrite runs? */
 static bool need_flush(const seen_set *s, const next_state *ns, bool dead)
 {
@@ -1583,6 +1698,8 @@ static bool need_flush(const seen_set *s, const next_state *ns, bool dead)
     for (uint32_t i = 0; i < s->nruns; i++)
         stored += s->runs[i].n;
     if (ns->hn >= head_limit(stored))
+        return true;
+    if (!ns->backfill && unsettled(s, ns))
         return true;
     /* A segment died: purge the runs that name it. */
     for (uint32_t i = 0; dead && i < s->nruns; i++)
@@ -1634,7 +1751,8 @@ static void commit_next(seen_set *s, next_state *ns)
         s->segs = NULL;
     }
     s->nsegs = ns->nsegs;
-    s->clock = ns->clock;
+    if (ns->clock > s->clock)
+        s->clock = ns->clock;
     s->origin = ns->origin;
     s->newest = ns->newest;
     s->has_origin = ns->has_origin;
@@ -1773,12 +1891,17 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
         ns.has_origin = 1;
     }
 
-    /* Slices; items already forgotten at `now` are ignored. */
+    /* Slices; items already forgotten at `now` are ignored.  Items from
+     * well before `now` make the write an import. */
+    int64_t lag = s->slice_ms && (int64_t)s->slice_ms < SEEN_IMPORT_LAG_MS ? (int64_t)s->slice_ms
+                                                                           : SEEN_IMPORT_LAG_MS;
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         int64_t t = at ? (at[i] < now ? at[i] : now) : now;
         int64_t k = slice_of(s, ns.origin, t);
         slice[i] = k;
+        if (t < now - lag)
+            ns.backfill = true;
         if (slice_forget_at(s, ns.origin, k) <= ns.clock)
             continue;
         if (t > ns.newest)
