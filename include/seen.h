@@ -161,8 +161,19 @@ seen_err seen_remove_str(seen_set *set, const seen_str *items, size_t n, int64_t
 seen_err seen_remove_int(seen_set *set, const uint64_t *items, size_t n, int64_t now,
                          size_t *removed);
 
-/* Drop what has expired at `now` and reclaim its memory. */
+/*
+ * Drop what has expired at `now` and reclaim its memory.  A set that took
+ * an import (items older than ten minutes before the call's `now`) keeps
+ * the imported items exact, since their final count is unknown while the
+ * import runs; this call, like the next add without such items, compacts
+ * them for what the set then holds.
+ */
 seen_err seen_expire(seen_set *set, int64_t now);
+
+/* 1 if seen_expire(set, now) would compact exact keys (an import has
+ * ended or paused); 0 otherwise.  Hosts call it after a write to schedule
+ * that compaction. */
+int seen_compactable(const seen_set *set, int64_t now);
 
 /* ------------------------------------------------------- prepared queries */
 

@@ -1691,6 +1691,23 @@ static bool unsettled(const seen_set *s, const next_state *ns)
     return exact > 0 && used < budget && fitting_divisor(ns->plan_c, budget - used, exact) > 1;
 }
 
+int seen_compactable(const seen_set *s, int64_t now)
+{
+    if (s == NULL || check_time(now) != SEEN_OK)
+        return 0;
+    /* A read-only view of the set as a write at `now` would start it. */
+    next_state ns;
+    memset(&ns, 0, sizeof ns);
+    ns.clock = now;
+    ns.origin = s->origin;
+    ns.newest = s->newest;
+    ns.plan_c = s->plan_c;
+    ns.segs = s->segs;
+    ns.nsegs = s->nsegs;
+    ns.hn = s->head_n;
+    return unsettled(s, &ns) ? 1 : 0;
+}
+
 /* Should this write flush the head or rewrite runs? */
 static bool need_flush(const seen_set *s, const next_state *ns, bool dead)
 {

@@ -108,6 +108,7 @@ static void after_write(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleStr
     if (k->flags & SEEN_KEY_EXPIRY)
         RedisModule_SetAbsExpire(key, expire_at(k, now));
     RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_MODULE, event, name);
+    seen_compact_schedule(ctx, name, k, now);
 }
 
 /* The time of a write: the NOW it was given (checked), or the clock. */
@@ -717,6 +718,57 @@ static int cmd_remove(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     return do_remove(ctx, argv[1], has_now, now, &src);
 }
 
+/* ------------------------------------------------------------ COMPACT */
+
+int seen_compact_key(RedisModuleCtx *ctx, RedisModuleString *name, int64_t now, const char **err)
+{
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE);
+    if (RedisModule_KeyType(key) == REDISMODULE_KEYTYPE_EMPTY ||
+        RedisModule_ModuleTypeGetType(key) != seen_type) {
+        RedisModule_CloseKey(key);
+        return 0; /* gone or replaced since: nothing of ours to compact */
+    }
+    seen_key *k = RedisModule_ModuleTypeGetValue(key);
+    if (!seen_compactable(k->set, now)) {
+        RedisModule_CloseKey(key);
+        return 0;
+    }
+    seen_err e = seen_expire(k->set, now);
+    if (e != SEEN_OK) {
+        RedisModule_CloseKey(key);
+        *err = seen_reply_error(e);
+        return -1;
+    }
+    after_write(ctx, key, name, k, now, "seen.compact");
+    RedisModule_CloseKey(key);
+    repl_args r;
+    repl_begin(ctx, &r, name, now);
+    repl_send(ctx, &r, "SEEN.COMPACT");
+    return 1;
+}
+
+static int cmd_compact(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc != 2 && argc != 4)
+        return RedisModule_WrongArity(ctx);
+    bool has_now = argc == 4;
+    int64_t now = 0;
+    if (has_now && (!arg_is(argv[2], "NOW") || !arg_time(argv[3], &now)))
+        return RedisModule_ReplyWithError(ctx, "ERR bad NOW: ms since the epoch");
+    const char *err = resolve_now(ctx, has_now, &now);
+    if (err)
+        return RedisModule_ReplyWithError(ctx, err);
+    RedisModuleKey *key;
+    seen_key *k;
+    if (!open_seen_key(ctx, argv[1], REDISMODULE_READ, &key, &k))
+        return REDISMODULE_OK;
+    RedisModule_CloseKey(key);
+    int done = k ? seen_compact_key(ctx, argv[1], now, &err) : 0;
+    if (done < 0)
+        return RedisModule_ReplyWithError(ctx, err);
+    return RedisModule_ReplyWithLongLong(ctx, done);
+}
+
 /* ------------------------------------------------------------ COUNT, INFO */
 
 static int cmd_count(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
@@ -1087,6 +1139,9 @@ static const command_def commands[] = {
      "Number of items remembered", "O(S) for S slices"},
     {"seen.info", cmd_info, "readonly fast", 2, REDISMODULE_CMD_KEY_RO,
      "Policy, size, encodings, slices and false-positive rates of a set", "O(S) for S slices"},
+    {"seen.compact", cmd_compact, "write", -2, REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_UPDATE,
+     "Compact now an import the server would compact a second after its last write",
+     "O(M) for M stored items"},
     {"seen.load", cmd_load, "write deny-oom", -3,
      REDISMODULE_CMD_KEY_OW | REDISMODULE_CMD_KEY_UPDATE,
      "Create a key from a serialized set (AOF rewrite form)", "O(M) for M stored bytes"},

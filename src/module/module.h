@@ -87,6 +87,20 @@ extern seen_stats seen_counters;
 
 int seen_commands_register(RedisModuleCtx *ctx);
 
+/* ------------------------------------------------------------ compaction */
+
+/* How long after an import's last write the server compacts its key. */
+#define SEEN_COMPACT_DELAY_MS 1000
+
+/* After a write at `now` on a master: if the set holds an import's items
+ * exactly, compact it once no write has touched it for the delay. */
+void seen_compact_schedule(RedisModuleCtx *ctx, RedisModuleString *name, const seen_key *k,
+                           int64_t now);
+/* Compact the key `name` of the selected database at `now` if it holds an
+ * import's items exactly, and replicate that as SEEN.COMPACT ... NOW now.
+ * Returns 1 if it did, 0 if there was nothing to do, -1 on error (*err). */
+int seen_compact_key(RedisModuleCtx *ctx, RedisModuleString *name, int64_t now, const char **err);
+
 /* ------------------------------------------------------------ parsing */
 
 /* Does the argument equal `word`, ignoring case? */

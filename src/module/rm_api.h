@@ -30,6 +30,7 @@
 
 #define REDISMODULE_NOTIFY_MODULE (1 << 13)
 
+#define REDISMODULE_CTX_FLAGS_MASTER (1 << 2)
 #define REDISMODULE_CTX_FLAGS_REPLICATED (1 << 12)
 #define REDISMODULE_CTX_FLAGS_LOADING (1 << 13)
 
@@ -66,6 +67,8 @@ typedef struct RedisModuleInfoCtx RedisModuleInfoCtx;
 typedef struct RedisModuleCommand RedisModuleCommand;
 
 typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+typedef uint64_t RedisModuleTimerID;
+typedef void (*RedisModuleTimerProc)(RedisModuleCtx *ctx, void *data);
 typedef void (*RedisModuleInfoFunc)(RedisModuleInfoCtx *ctx, int for_crash_report);
 
 typedef RedisModuleString *(*RedisModuleConfigGetStringFunc)(const char *name, void *privdata);
@@ -203,6 +206,9 @@ typedef struct RedisModuleCommandInfo {
     X(void, KeyAtPosWithFlags, (RedisModuleCtx * ctx, int pos, int flags))                         \
     X(int, GetContextFlags, (RedisModuleCtx * ctx))                                                \
     X(int, GetSelectedDb, (RedisModuleCtx * ctx))                                                  \
+    X(int, SelectDb, (RedisModuleCtx * ctx, int newid))                                            \
+    X(RedisModuleTimerID, CreateTimer,                                                             \
+      (RedisModuleCtx * ctx, long long period, RedisModuleTimerProc callback, void *data))         \
     X(long long, Milliseconds, (void))                                                             \
     X(void, GetRandomBytes, (unsigned char *dst, size_t len))                                      \
     X(void, Log, (RedisModuleCtx * ctx, const char *level, const char *fmt, ...))                  \

@@ -63,3 +63,14 @@ def info_value(v):
             return as_map
         return [info_value(x) for x in v]
     return v
+
+
+def wait_compacted(client, key, timeout=10):
+    """Wait for the server to compact an import into `key`: a set written
+    with past AT times keeps them exact until about a second after its last
+    write.  Returns SEEN.INFO as a dict."""
+    def compacted():
+        info = info_map(client.execute_command("SEEN.INFO", key))
+        exact_by_policy = info["policy"]["error"] == b"0"
+        return info if exact_by_policy or info["encoding"] == b"compact" else None
+    return wait_for(compacted, timeout, "the import into %r to be compacted" % key)

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from conftest import info_map, server_ms
+from helpers import wait_compacted
 
 DAY = 86400000
 
@@ -28,11 +29,13 @@ def flags(r, keys, items, at=None):
 
 def fill_over_time(r, key, items, now, span_ms, batches=20):
     """Add items in batches stamped across the last span_ms, oldest first,
-    so the set is past its first slice and compact."""
+    so the set is past its first slice, and wait for the server to compact
+    the import."""
     per = len(items) // batches
     for b in range(batches):
         at = now - span_ms + span_ms * b // batches
         r.execute_command("SEEN.INSERT", key, "AT", at, "BULK", bulk(items[b * per:(b + 1) * per]))
+    wait_compacted(r, key)
 
 
 @pytest.mark.parametrize("error", [0.01, 0.001])

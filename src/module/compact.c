@@ -1,0 +1,115 @@
+/*
+ * compact.c — compacting imports once they end.
+ *
+ * An import (SEEN.ADD/INSERT with AT times from well before the present,
+ * or seen-ingest's migration) cannot know how many items will follow, so
+ * the core keeps the imported items exact until a live write or an expiry
+ * settles the set for what it holds (docs/DESIGN.md).  A migrated user may
+ * not write again for hours, so the server does it: after a write on a
+ * master that leaves a set holding an import, the key is noted here, and a
+ * timer compacts it once no write has touched it for SEEN_COMPACT_DELAY_MS.
+ * The compaction is replicated (and written to the AOF) as
+ * SEEN.COMPACT key NOW <ms>, so replicas and replays build the same bytes.
+ *
+ * Keys are noted in write order; consecutive writes of one key (the pages
+ * of one import) share an entry.  A key noted twice is compacted once: the
+ * second visit finds nothing to do.  The list is bounded: past its limit a
+ * note is dropped, and that key compacts at its next live write instead.
+ */
+#include "module.h"
+
+#include <string.h>
+
+#define PENDING_MAX 65536u
+
+typedef struct pending_key {
+    int db;
+    RedisModuleString *name; /* owned: created without a context */
+    int64_t due;             /* compact from this time on */
+} pending_key;
+
+static pending_key *pending;
+static size_t npending, pending_cap;
+static bool timer_armed;
+
+static bool same_key(const pending_key *p, int db, RedisModuleString *name)
+{
+    size_t a, b;
+    const char *x = RedisModule_StringPtrLen(p->name, &a);
+    const char *y = RedisModule_StringPtrLen(name, &b);
+    return p->db == db && a == b && memcmp(x, y, a) == 0;
+}
+
+static void compact_due(RedisModuleCtx *ctx, void *data);
+
+static void arm_timer(RedisModuleCtx *ctx, int64_t due)
+{
+    if (timer_armed)
+        return;
+    int64_t delay = due - RedisModule_Milliseconds();
+    RedisModule_CreateTimer(ctx, delay > 1 ? delay : 1, compact_due, NULL);
+    timer_armed = true;
+}
+
+void seen_compact_schedule(RedisModuleCtx *ctx, RedisModuleString *name, const seen_key *k,
+                           int64_t now)
+{
+    int flags = RedisModule_GetContextFlags(ctx);
+    /* Replicas and replays apply the master's SEEN.COMPACT instead. */
+    if ((flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)) ||
+        !(flags & REDISMODULE_CTX_FLAGS_MASTER))
+        return;
+    if (!seen_compactable(k->set, now))
+        return;
+    int db = RedisModule_GetSelectedDb(ctx);
+    int64_t due = RedisModule_Milliseconds() + SEEN_COMPACT_DELAY_MS;
+    if (npending > 0 && same_key(&pending[npending - 1], db, name)) {
+        pending[npending - 1].due = due;
+        return;
+    }
+    if (npending == pending_cap) {
+        if (pending_cap == PENDING_MAX)
+            return;
+        size_t cap = pending_cap ? pending_cap * 2 : 64;
+        pending_key *p = RedisModule_Realloc(pending, cap * sizeof *p);
+        if (p == NULL)
+            return;
+        pending = p;
+        pending_cap = cap;
+    }
+    size_t len;
+    const char *ptr = RedisModule_StringPtrLen(name, &len);
+    pending[npending++] = (pending_key){db, RedisModule_CreateString(NULL, ptr, len), due};
+    arm_timer(ctx, due);
+}
+
+/* The timer: compact every key whose delay has passed, keep the others
+ * (a key written again since is still due later) and re-arm. */
+static void compact_due(RedisModuleCtx *ctx, void *data)
+{
+    (void)data;
+    timer_armed = false;
+    int64_t now = RedisModule_Milliseconds();
+    int flags = RedisModule_GetContextFlags(ctx);
+    bool master = (flags & REDISMODULE_CTX_FLAGS_MASTER) != 0;
+    size_t keep = 0;
+    int64_t next_due = INT64_MAX;
+    for (size_t i = 0; i < npending; i++) {
+        pending_key *p = &pending[i];
+        if (p->due > now) {
+            if (p->due < next_due)
+                next_due = p->due;
+            pending[keep++] = *p;
+            continue;
+        }
+        if (master && RedisModule_SelectDb(ctx, p->db) == REDISMODULE_OK) {
+            const char *err = NULL;
+            if (seen_compact_key(ctx, p->name, now, &err) < 0)
+                RedisModule_Log(ctx, "warning", "seen: compacting an import failed: %s", err);
+        }
+        RedisModule_FreeString(NULL, p->name);
+    }
+    npending = keep;
+    if (npending > 0)
+        arm_timer(ctx, next_due);
+}
