@@ -597,11 +597,20 @@ typedef struct next_state {
     uint32_t next_seg_id;
     uint8_t has_origin;
     bool backfill; /* the write imports past history (see flush) */
+    /* Coalescing count steps (next_coalesce): table index -> the index
+     * its entries move to as runs are rewritten; NULL when none do. */
+    int32_t *seg_map;
 } next_state;
+
+static int32_t seg_mapped(const next_state *ns, int32_t k)
+{
+    return k >= 0 && ns->seg_map ? ns->seg_map[k] : k;
+}
 
 static void next_discard(const seen_set *s, next_state *ns)
 {
     seen__free(ns->segs);
+    seen__free(ns->seg_map);
     if (ns->head_fresh)
         seen__free(ns->hkeys);
     if (ns->runs) {
@@ -691,9 +700,11 @@ static bool next_head_prune(const seen_set *s, next_state *ns)
     }
     if (keep == ns->hn)
         return true;
+    /* The block fits what is kept, as a loaded set's would. */
     uint64_t *nk;
     uint32_t *ng;
-    if (!head_alloc(&nk, &ng, ns->hcap))
+    uint32_t cap = seen__head_cap_for(keep);
+    if (!head_alloc(&nk, &ng, cap))
         return false;
     uint32_t w = 0;
     for (uint32_t h = 0; h < ns->hn; h++) {
@@ -711,6 +722,7 @@ static bool next_head_prune(const seen_set *s, next_state *ns)
     ns->hkeys = nk;
     ns->hsegs = ng;
     ns->hn = w;
+    ns->hcap = cap;
     ns->head_fresh = true;
     return true;
 }
@@ -853,6 +865,8 @@ static seen_err stream_from_run(const seen_set *s, const next_state *ns, const s
         }
     }
     run_tag_ranks(s, ns->segs, ns->nsegs, ns->origin, r, ns->clock, tr);
+    for (uint32_t k = 0; k < r->nsegs; k++)
+        tr[k] = seg_mapped(ns, tr[k]);
     seen__divider d, f;
     seen__divider_init(&d, r->c);
     seen__divider_init(&f, c_out / r->c);
@@ -932,7 +946,7 @@ static seen_err stream_from_head(const seen_set *s, const next_state *ns, head_p
             continue;
         if (nrm && in_sorted(rm, nrm, ns->hkeys[h]))
             continue;
-        kv[m++] = (seen__kv){seen__div(&d, ns->hkeys[h]), (uint32_t)k};
+        kv[m++] = (seen__kv){seen__div(&d, ns->hkeys[h]), (uint32_t)seg_mapped(ns, k)};
     }
     seen_err err = seen__sort_kv(kv, m);
     if (err == SEEN_OK) {
@@ -1261,6 +1275,20 @@ static bool run_has_dead(const seen_set *s, const next_state *ns, const seen__ru
     return false;
 }
 
+/* Does run r name a segment that coalescing moves? */
+static bool run_has_mapped(const next_state *ns, const seen__run *r)
+{
+    if (ns->seg_map == NULL)
+        return false;
+    const uint32_t *ids = seen__run_segs(r);
+    for (uint32_t t = 0; t < r->nsegs; t++) {
+        int32_t k = seg_find(ns->segs, ns->nsegs, ids[t]);
+        if (k >= 0 && ns->seg_map[k] != k)
+            return true;
+    }
+    return false;
+}
+
 /* Has run r's time passed: does it hold only slices older than the
  * current one?  Folding such a recent run into main at that moment keeps
  * the recent run aligned with the newest slice, so the split between the
@@ -1458,7 +1486,7 @@ static seen_err flush(const seen_set *s, next_state *ns)
     bool empty;
 
     for (uint32_t i = 0; i < rl->n; i++) {
-        if (!run_has_dead(s, ns, &rl->r[i]))
+        if (!run_has_dead(s, ns, &rl->r[i]) && !run_has_mapped(ns, &rl->r[i]))
             continue;
         const seen__run *in[1] = {&rl->r[i]};
         err = merge_build(s, ns, in, 1, HEAD_NONE, rl->r[i].c, NULL, 0, &nr, &empty);
@@ -1633,25 +1661,16 @@ fail:
     return err;
 }
 
-/* Segments that are dead and no longer referenced can leave the table. */
+/* Segments that hold no entries leave the table: dead ones once purged,
+ * count steps emptied by re-adds, steps coalesced into a neighbour.  (An
+ * entry-less segment is named by no run and no head entry.) */
 static void next_drop_unreferenced(const seen_set *s, next_state *ns)
 {
-    const seen__run *runs = ns->runs ? ns->runs : s->runs;
-    uint32_t nruns = ns->runs ? ns->nruns : s->nruns;
+    (void)s;
     uint32_t w = 0;
-    for (uint32_t i = 0; i < ns->nsegs; i++) {
-        seen__segment *g = &ns->segs[i];
-        bool keep = seg_alive(s, g, ns->origin, ns->clock);
-        for (uint32_t r = 0; !keep && r < nruns; r++) {
-            const uint32_t *ids = seen__run_segs(&runs[r]);
-            for (uint32_t t = 0; t < runs[r].nsegs && !keep; t++)
-                keep = ids[t] == g->id;
-        }
-        for (uint32_t h = 0; !keep && h < ns->hn; h++)
-            keep = ns->hsegs[h] == g->id;
-        if (keep)
-            ns->segs[w++] = *g;
-    }
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        if (ns->segs[i].phys > 0)
+            ns->segs[w++] = ns->segs[i];
     ns->nsegs = w;
 }
 
@@ -1777,6 +1796,7 @@ static void commit_next(seen_set *s, next_state *ns)
     s->hwm = ns->hwm;
     s->hwm_clock = ns->hwm_clock;
     s->next_seg_id = ns->next_seg_id;
+    seen__free(ns->seg_map);
     memset(ns, 0, sizeof *ns);
 }
 
@@ -1790,11 +1810,82 @@ static bool next_any_dead(const seen_set *s, const next_state *ns)
     return false;
 }
 
+/*
+ * A capped set's count steps empty as their items are added again into
+ * newer steps, and a large batch fills and drops a step every few items.
+ * Past SEEN_SEGMENTS_SOFT segments, neighbouring live steps of one slice
+ * whose items together fit one step are merged into the older of them: the
+ * merged items are forgotten no later than the capacity rule allows (the
+ * newer steps still hold the newest `capacity` items), and afterwards any
+ * two neighbours hold more than a step, so a slice keeps at most about
+ * 2 * items / step + 1 segments.  Head entries move now; runs are
+ * rewritten by the flush that follows (seg_map).
+ */
+static seen_err next_coalesce(const seen_set *s, next_state *ns)
+{
+    uint64_t step = seg_step(s);
+    int32_t *map = seen__malloc((size_t)ns->nsegs * sizeof *map);
+    if (map == NULL)
+        return SEEN_ERR_NOMEM;
+    bool any = false;
+    int32_t acc = -1;
+    uint64_t acc_items = 0;
+    for (uint32_t i = 0; i < ns->nsegs; i++) {
+        seen__segment *g = &ns->segs[i];
+        map[i] = (int32_t)i;
+        bool live = seg_alive(s, g, ns->origin, ns->clock);
+        uint64_t items = seen__seg_items(g);
+        if (acc >= 0 && live && ns->segs[acc].slice == g->slice && acc_items + items <= step) {
+            map[i] = acc;
+            ns->segs[acc].shadow += g->shadow;
+            g->shadow = 0;
+            acc_items += items;
+            any = true;
+        } else {
+            acc = live ? (int32_t)i : -1;
+            acc_items = items;
+        }
+    }
+    if (!any) {
+        seen__free(map);
+        return SEEN_OK;
+    }
+    uint64_t *nk;
+    uint32_t *ng;
+    if (!head_alloc(&nk, &ng, ns->hcap)) {
+        seen__free(map);
+        return SEEN_ERR_NOMEM;
+    }
+    for (uint32_t h = 0; h < ns->hn; h++) {
+        int32_t k = seg_find(ns->segs, ns->nsegs, ns->hsegs[h]);
+        nk[h] = ns->hkeys[h];
+        ng[h] = ns->hsegs[h];
+        if (k >= 0 && map[k] != k) {
+            ng[h] = ns->segs[map[k]].id;
+            ns->segs[k].phys--;
+            ns->segs[map[k]].phys++;
+        }
+    }
+    if (ns->head_fresh)
+        seen__free(ns->hkeys);
+    ns->hkeys = nk;
+    ns->hsegs = ng;
+    ns->head_fresh = true;
+    ns->seg_map = map;
+    return SEEN_OK;
+}
+
 static seen_err finish_write(seen_set *s, next_state *ns, bool force)
 {
     apply_capacity(s, ns);
     next_expire(s, ns);
     update_hwm(s, ns);
+    if (s->policy.capacity && ns->nsegs > SEEN_SEGMENTS_SOFT(s->policy.slices)) {
+        seen_err err = next_coalesce(s, ns);
+        if (err != SEEN_OK)
+            return err;
+        force |= ns->seg_map != NULL;
+    }
     /* Dead segments are rare events (a slice ending, a capacity step);
      * only then do the head and runs need scanning for them. */
     bool dead = next_any_dead(s, ns);
@@ -1805,8 +1896,9 @@ static seen_err finish_write(seen_set *s, next_state *ns, bool force)
         if (err != SEEN_OK)
             return err;
     }
-    if (dead || ns->runs)
-        next_drop_unreferenced(s, ns);
+    next_drop_unreferenced(s, ns);
+    if (ns->nsegs > SEEN_MAX_SEGMENTS)
+        return SEEN_ERR_LIMIT;
     commit_next(s, ns);
     return SEEN_OK;
 }
@@ -1961,6 +2053,7 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
                 order[w++] = pos_of[i];
     }
     size_t new_items = 0;
+    uint32_t prune_at = ns.nsegs * 2 + 64;
     for (size_t oi = 0; oi < u; oi++) {
         size_t i = order[oi];
         int32_t t = open_segment(s, &ns, slice[kv[i].idx]);
@@ -1989,8 +2082,20 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
         }
         /* A count step may just have filled: apply the cap as we go so the
          * oldest steps leave before they are needed again. */
-        if (s->policy.capacity)
+        if (s->policy.capacity) {
             apply_capacity(s, &ns);
+            /* A batch far larger than the cap drops a step every few
+             * items: take dropped steps and their head entries out as it
+             * goes, so the table (scanned per item) stays small. */
+            if (ns.nsegs > prune_at) {
+                if (!next_head_prune(s, &ns)) {
+                    err = SEEN_ERR_NOMEM;
+                    goto out;
+                }
+                next_drop_unreferenced(s, &ns);
+                prune_at = ns.nsegs * 2 + 64;
+            }
+        }
     }
     err = finish_write(s, &ns, renumbered);
     if (err == SEEN_OK && added)
@@ -2116,14 +2221,14 @@ static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, 
     }
     /* Physically remove every copy: head entries and run values. */
     {
-        uint32_t w = 0;
-        bool any = false;
+        uint32_t w = 0, gone_from_head = 0;
         for (uint32_t h = 0; h < ns.hn; h++)
-            any |= in_sorted(keys, u, ns.hkeys[h]);
-        if (any) {
+            gone_from_head += in_sorted(keys, u, ns.hkeys[h]);
+        if (gone_from_head) {
             uint64_t *nk;
             uint32_t *ng;
-            if (!head_alloc(&nk, &ng, ns.hcap)) {
+            uint32_t cap = seen__head_cap_for(ns.hn - gone_from_head);
+            if (!head_alloc(&nk, &ng, cap)) {
                 err = SEEN_ERR_NOMEM;
                 goto out;
             }
@@ -2144,6 +2249,7 @@ static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, 
             ns.hkeys = nk;
             ns.hsegs = ng;
             ns.hn = w;
+            ns.hcap = cap;
             ns.head_fresh = true;
         }
     }

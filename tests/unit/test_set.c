@@ -714,6 +714,82 @@ static void test_import_at_one_now(void **state)
     }
 }
 
+/* Capped sets: re-adds empty old count steps, and a batch far larger than
+ * the cap fills and drops a step every few items.  The segment table stays
+ * small, every state loads back, and a large batch costs time linear in
+ * its size (this test is bounded by the harness's time, not timed). */
+static void test_capped_segments_bounded(void **state)
+{
+    (void)state;
+    /* Two items added in turn into CAPACITY 64 SLICES 64. */
+    seen_policy p = policy(0, 64, 0.001, 64, SEEN_IDS_STR, 128);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    for (int i = 0; i < 20000; i++) {
+        seen_str it = {i % 2 ? "A" : "B", 1};
+        assert_int_equal(seen_add_str(s, &it, 1, NULL, T0 + i, NULL), SEEN_OK);
+        assert_true(s->nsegs <= SEEN_SEGMENTS_SOFT(64) + 1);
+        if (i % 2500 == 0) {
+            assert_int_equal(seen__set_check(s), SEEN_OK);
+            s = roundtrip(s);
+        }
+    }
+    assert_int_equal(seen_count(s, T0 + 20000), 2);
+    assert_true(seen_bytes(s) < 2048);
+    seen_free(s);
+
+    /* An exact INT set: 127 old ids and one new one per add, past the
+     * cap of 8192 (each add leaves one item in its own step). */
+    p = policy(0, 64, 0, 8192, SEEN_IDS_INT, 128);
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    uint64_t ids[128];
+    for (int i = 0; i < 128; i++)
+        ids[i] = (uint64_t)i;
+    assert_int_equal(seen_add_int(s, ids, 128, NULL, T0, NULL), SEEN_OK);
+    for (int k = 0; k < 9000; k++) {
+        for (int i = 0; i < 127; i++)
+            ids[i] = (uint64_t)i + 1;
+        ids[127] = 1000 + (uint64_t)k;
+        assert_int_equal(seen_add_int(s, ids, 128, NULL, T0 + k, NULL), SEEN_OK);
+        assert_true(s->nsegs <= SEEN_SEGMENTS_SOFT(64) + 2);
+        if (k % 1500 == 0) {
+            assert_int_equal(seen__set_check(s), SEEN_OK);
+            s = roundtrip(s);
+        }
+    }
+    /* The newest 8192 are kept: 1..127 and the last ids added. */
+    uint8_t seen[2] = {0, 0};
+    uint64_t probe[2] = {1, 1000 + 8999};
+    assert_int_equal(seen_filter_int(s, probe, 2, T0 + 9000, seen), SEEN_OK);
+    assert_true(seen[0] && seen[1]);
+    seen_free(s);
+
+    /* 200,000 items in one batch into small caps. */
+    enum { N = 200000 };
+    probe_items pi;
+    items_alloc(&pi, N);
+    for (size_t i = 0; i < N; i++)
+        items_set(&pi, i, i * 2654435761u + 7);
+    const uint64_t caps[][2] = {{10, 64}, {100, 4}, {1, 1}, {1000, 16}};
+    for (size_t c = 0; c < 4; c++) {
+        p = policy(c == 3 ? 30 * DAY : 0, (uint32_t)caps[c][1], 0.001, caps[c][0], SEEN_IDS_STR,
+                   128);
+        assert_int_equal(seen_create(&p, &s), SEEN_OK);
+        assert_int_equal(seen_add_str(s, pi.strs, N, NULL, T0, NULL), SEEN_OK);
+        uint64_t n = seen_count(s, T0);
+        assert_true(n >= caps[c][0] &&
+                    n <= caps[c][0] + (caps[c][0] + caps[c][1] - 1) / caps[c][1]);
+        /* The last item of the batch is among those kept. */
+        uint8_t last = 0;
+        assert_int_equal(seen_filter_str(s, &pi.strs[N - 1], 1, T0, &last), SEEN_OK);
+        assert_true(last);
+        assert_int_equal(seen__set_check(s), SEEN_OK);
+        s = roundtrip(s);
+        seen_free(s);
+    }
+    items_free(&pi);
+}
+
 static void test_steady_state(void **state)
 {
     (void)state;
@@ -1037,6 +1113,7 @@ int main(void)
         cmocka_unit_test(test_capacity_window_approx),
         cmocka_unit_test(test_no_window_approx),
         cmocka_unit_test(test_one_slice_and_many),
+        cmocka_unit_test(test_capped_segments_bounded),
         cmocka_unit_test(test_window_edges),
         cmocka_unit_test(test_idempotent),
         cmocka_unit_test(test_false_positive_rate),
