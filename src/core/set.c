@@ -773,6 +773,14 @@ static int32_t open_segment(const seen_set *s, next_state *ns, int64_t slice)
         return newest;
     if (!next_segs_reserve(ns))
         return -1;
+    if (newest >= 0 && ns->segs[newest].seq >= SEEN_MAX_SEQ) {
+        /* Only the order of a slice's steps matters: number them again from
+         * 0 (they are adjacent in the table) before one passes the limit. */
+        uint64_t seq = 0;
+        for (uint32_t i = 0; i < ns->nsegs; i++)
+            if (ns->segs[i].slice == slice)
+                ns->segs[i].seq = seq++;
+    }
     seen__segment g = {.slice = slice,
                        .phys = 0,
                        .shadow = 0,

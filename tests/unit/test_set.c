@@ -790,6 +790,106 @@ static void test_capped_segments_bounded(void **state)
     items_free(&pi);
 }
 
+/* Bytes the loader accepts at the edge of its limits must take further
+ * writes and still load back (offsets: docs/FORMAT.md). */
+static void put_le(uint8_t *b, size_t at, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        b[at + (size_t)i] = (uint8_t)(v >> (8 * i));
+}
+
+static seen_set *load_patched(seen_set *s, void (*patch)(uint8_t *, size_t, const seen_set *))
+{
+    size_t len;
+    uint8_t *b = snapshot(s, &len);
+    patch(b, len, s);
+    fix_checksum(b, len);
+    seen_set *t = NULL;
+    assert_int_equal(seen_deserialize(b, len, &t), SEEN_OK);
+    free(b);
+    seen_free(s);
+    return t;
+}
+
+enum { HEADER = 106, SEGMENT = 29, CLOCK_AT = 49 };
+
+static void patch_last_seq(uint8_t *b, size_t len, const seen_set *s)
+{
+    (void)len;
+    put_le(b, HEADER + (size_t)(s->nsegs - 1) * SEGMENT + 20, SEEN_MAX_SEQ, 8);
+}
+
+static void patch_future_clock(uint8_t *b, size_t len, const seen_set *s)
+{
+    (void)len;
+    (void)s;
+    put_le(b, CLOCK_AT, (uint64_t)SEEN_MAX_TIME_MS, 8);
+}
+
+static void patch_all_shadow(uint8_t *b, size_t len, const seen_set *s)
+{
+    (void)len;
+    for (uint32_t i = 0; i < s->nsegs; i++)
+        put_le(b, HEADER + (size_t)i * SEGMENT + 8, s->segs[i].phys, 8);
+}
+
+static void test_loaded_edges_take_writes(void **state)
+{
+    (void)state;
+    /* The newest count step at the largest sequence number. */
+    seen_policy p = policy(0, 4, 0.01, 100, SEEN_IDS_INT, 16);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    uint64_t id;
+    for (id = 0; id < 60; id++)
+        assert_int_equal(seen_add_int(s, &id, 1, NULL, T0, NULL), SEEN_OK);
+    s = load_patched(s, patch_last_seq);
+    for (; id < 400; id++) {
+        assert_int_equal(seen_add_int(s, &id, 1, NULL, T0 + (int64_t)id, NULL), SEEN_OK);
+        assert_int_equal(seen__set_check(s), SEEN_OK);
+        s = roundtrip(s);
+    }
+    seen_free(s);
+
+    /* A clock from the future must not make writes at the present purge
+     * or ignore what is alive now. */
+    p = policy(90 * DAY, 4, 0.01, 0, SEEN_IDS_INT, 16);
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    for (id = 0; id < 500; id++)
+        assert_int_equal(seen_add_int(s, &id, 1, NULL, T0, NULL), SEEN_OK);
+    s = load_patched(s, patch_future_clock);
+    for (; id < 1500; id++)
+        assert_int_equal(seen_add_int(s, &id, 1, NULL, T0 + DAY, NULL), SEEN_OK);
+    s = roundtrip(s);
+    for (id = 0; id < 1500; id++) {
+        uint8_t f = 0;
+        assert_int_equal(seen_filter_int(s, &id, 1, T0 + DAY, &f), SEEN_OK);
+        assert_int_equal(f, 1);
+    }
+    seen_free(s);
+
+    /* Counts claiming every entry is a shadow: planning must still fit the
+     * budget of what is stored when the next flush merges it. */
+    p = policy(0, 1, 0.001, 0, SEEN_IDS_INT, 16);
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    for (id = 0; id < 3000; id += 100) {
+        uint64_t batch[100];
+        for (int i = 0; i < 100; i++)
+            batch[i] = id + (uint64_t)i;
+        assert_int_equal(seen_add_int(s, batch, 100, NULL, T0, NULL), SEEN_OK);
+    }
+    s = load_patched(s, patch_all_shadow);
+    for (; id < 20000; id++) {
+        assert_int_equal(seen_add_int(s, &id, 1, NULL, T0, NULL), SEEN_OK);
+        if (id % 1000 == 0) {
+            assert_int_equal(seen__set_check(s), SEEN_OK);
+            s = roundtrip(s);
+        }
+    }
+    assert_true(seen_fpr_estimate(s) <= 0.001);
+    seen_free(s);
+}
+
 static void test_steady_state(void **state)
 {
     (void)state;
@@ -1114,6 +1214,7 @@ int main(void)
         cmocka_unit_test(test_no_window_approx),
         cmocka_unit_test(test_one_slice_and_many),
         cmocka_unit_test(test_capped_segments_bounded),
+        cmocka_unit_test(test_loaded_edges_take_writes),
         cmocka_unit_test(test_window_edges),
         cmocka_unit_test(test_idempotent),
         cmocka_unit_test(test_false_positive_rate),
