@@ -320,6 +320,12 @@ static void load_key(piper *p, argbuf *a, int kind, const char *key, const char 
         }
         pipe_argv(p, i, a->argv, a->lens);
     }
+    /* An import is stored exactly until it ends; the server compacts it a
+     * second after its last write, and SEEN.COMPACT ends it at once. */
+    if (kind == K_SEEN_AT) {
+        i = arg_s(a, 0, "SEEN.COMPACT"), i = arg_s(a, i, key);
+        pipe_argv(p, i, a->argv, a->lens);
+    }
 }
 
 static long long memory_usage(redisContext *c, const char *key)
@@ -1502,7 +1508,9 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
         "below %d items), oldest first.  **seen**: each batch written at its own time "
         "(`SEEN.INSERT key NOW t BULK …`, what a key receives in production); **seen (AT "
         "import)**: "
-        "the same batches written now with `AT t` (a bulk import of an old history).  ZSET scores "
+        "the same batches written now with `AT t` (a bulk import of an old history), then "
+        "`SEEN.COMPACT key` (what the server does a second after an import's last write).  ZSET "
+        "scores "
         "are "
         "the batch times.  BF: `BF.RESERVE key 0.001 n` (sized for the history: its best case) and "
         "`BF.RESERVE key 0.001 100` growing by scaling.  Floor: log2(1/0.001) = 9.97 bits = 1.25 "
@@ -1587,10 +1595,9 @@ static void write_report(const machine *mi, const hist_mem *hm, const pop_mem *p
                     (double)(hm[h].seen.items ? hm[h].seen.items : 1));
     }
     if (at_worse)
-        fprintf(f, ".  Where an import holds more: written now with AT spread over 90 days, the "
-                   "key plans its fingerprints for the items it holds at each flush and re-plans "
-                   "as it grows; each new run must fit in what the earlier, coarser runs left of "
-                   "the error budget (`SEEN.INFO` runs show bits/item run by run).\n");
+        fprintf(f, ".  Where an import holds more: it is planned for what it holds when it "
+                   "ends, while a live key is planned for its peak and keeps its recent slice "
+                   "apart (`SEEN.INFO` runs show bits/item run by run).\n");
     else
         fprintf(f, ".  An import costs what live writes cost.\n");
 
