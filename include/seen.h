@@ -16,7 +16,9 @@
  *   - it is no longer reported seen (except as an ordinary false positive)
  *     once q >= t + W * (1 + 1/S);
  *   - a candidate that was never added is reported seen with probability at
- *     most `error` (0 in exact mode, for INT sets and for small sets);
+ *     most `error`.  Exact sets (error 0) and small sets store whole 64-bit
+ *     keys: integer ids never collide there; string ids collide only as
+ *     their 64-bit hashes do (at most n * 2^-64 for n stored items);
  *   - with a capacity C, the most recent C items are always kept, and older
  *     ones are forgotten oldest first, in steps of about C/S items.
  *
