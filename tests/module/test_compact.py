@@ -1,0 +1,99 @@
+"""test_compact.py — an import (writes stamped well before the present) is
+kept exact while it runs and compacted once it ends: by the server a second
+after its last write, by SEEN.COMPACT, or by the next live write.  The
+compaction reaches replicas and the AOF as SEEN.COMPACT key NOW ms, so every
+copy holds the same bytes."""
+import random
+
+import pytest
+
+from helpers import info_map, server_ms, wait_compacted, wait_for
+
+DAY = 86400 * 1000
+
+
+def import_history(client, key, now, days=150, per_day=140, pages=30, order="time", seed=1):
+    """A history of days x per_day items ending now, in pages written now
+    with AT = each item's time (SEEN.INSERT ... AT t takes one time per
+    call, so a page groups items of one time)."""
+    rng = random.Random(seed)
+    n = days * per_day
+    times = [now - days * DAY + i * days * DAY // n for i in range(n)]
+    items = ["h%06d" % i for i in range(n)]
+    order_idx = list(range(n))
+    if order == "reverse":
+        order_idx.reverse()
+    elif order == "random":
+        rng.shuffle(order_idx)
+    client.execute_command("SEEN.RESERVE", key, "WINDOW", "90d", "SLICES", "4", "ERROR", "0.001")
+    pipe = client.pipeline(transaction=False)
+    per = n // pages
+    for p in range(pages):
+        for i in order_idx[p * per:(p + 1) * per]:
+            pipe.execute_command("SEEN.INSERT", key, "AT", times[i], "ITEMS", items[i])
+        pipe.execute()
+    return items, times
+
+
+def live_items(items, times, now):
+    return [it for it, t in zip(items, times) if t > now - 90 * DAY]
+
+
+@pytest.mark.parametrize("order", ["time", "reverse", "random"])
+def test_import_is_compacted_after_it_ends(r, order):
+    key = "imp:%s" % order
+    now = server_ms(r)
+    items, times = import_history(r, key, now, order=order, seed=len(order))
+    # While the import runs (and just after it), the key is exact.
+    assert info_map(r.execute_command("SEEN.INFO", key))["encoding"] == b"exact"
+    info = wait_compacted(r, key)
+    count = info["items"]
+    bits = r.memory_usage(key, samples=0) * 8 / count
+    print("import (%s order) of %d items: %d held, %d runs, %.2f bits per item"
+          % (order, len(items), count, len(info["runs"]), bits))
+    assert len(info["runs"]) <= 3
+    assert bits <= 15.0, bits
+    live = live_items(items, times, now)
+    flags = r.execute_command("SEEN.MFILTER", 1, key, "REPLY", "FLAGS", "ITEMS", *live)
+    assert flags == b"1" * len(live)
+
+
+def test_compact_command(r):
+    now = server_ms(r)
+    assert r.execute_command("SEEN.COMPACT", "nothing-here") == 0
+    import_history(r, "c1", now, days=60, per_day=50, pages=5)
+    assert r.execute_command("SEEN.COMPACT", "c1") == 1
+    assert r.execute_command("SEEN.COMPACT", "c1") == 0
+    assert info_map(r.execute_command("SEEN.INFO", "c1"))["encoding"] == b"compact"
+    r.set("plain", "x")
+    with pytest.raises(Exception, match="WRONGTYPE"):
+        r.execute_command("SEEN.COMPACT", "plain")
+    with pytest.raises(Exception, match="NOW"):
+        r.execute_command("SEEN.COMPACT", "c1", "NOW", "soon")
+
+
+def test_live_write_ends_an_import(r):
+    now = server_ms(r)
+    import_history(r, "c2", now, days=60, per_day=50, pages=5)
+    r.execute_command("SEEN.ADD", "c2", "fresh")
+    assert info_map(r.execute_command("SEEN.INFO", "c2"))["encoding"] == b"compact"
+
+
+def test_compaction_reaches_replica_and_aof(make_server):
+    master = make_server("--appendonly", "yes", "--repl-diskless-sync-delay", "0", name="master")
+    replica = make_server(name="replica")
+    m, s = master.client(), replica.client()
+    s.replicaof("127.0.0.1", master.port)
+    wait_for(lambda: s.info("replication")["master_link_status"] == "up" and
+             not s.info("replication")["master_sync_in_progress"], what="replica sync")
+    now = server_ms(m)
+    import_history(m, "k", now, days=120, per_day=60, pages=10)
+    wait_compacted(m, "k")
+    assert m.wait(1, 10000) == 1
+    dump = m.dump("k")
+    assert s.dump("k") == dump
+    # A replay of the AOF applies the same compaction at the same time.
+    master.restart()
+    m = master.client()
+    assert m.dump("k") == dump
+    assert info_map(m.execute_command("SEEN.INFO", "k"))["encoding"] == b"compact"
