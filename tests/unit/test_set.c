@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -890,6 +891,70 @@ static void test_loaded_edges_take_writes(void **state)
     seen_free(s);
 }
 
+/* Seconds of CPU for one call of add (or remove, if `remove`) of items
+ * [0, n) into a fresh set of policy p that first holds `held` items. */
+static double time_write(const seen_policy *p, const probe_items *pi, size_t held, size_t n,
+                         bool remove)
+{
+    double best = 1e30;
+    for (int rep = 0; rep < 3; rep++) {
+        seen_set *s;
+        assert_int_equal(seen_create(p, &s), SEEN_OK);
+        if (held)
+            assert_int_equal(seen_add_str(s, pi->strs + n, held, NULL, T0, NULL), SEEN_OK);
+        clock_t t0 = clock();
+        size_t k;
+        if (remove)
+            assert_int_equal(seen_remove_str(s, pi->strs + n, n, T0 + 1, &k), SEEN_OK);
+        else
+            assert_int_equal(seen_add_str(s, pi->strs, n, NULL, T0 + 1, &k), SEEN_OK);
+        double t = (double)(clock() - t0) / CLOCKS_PER_SEC;
+        best = t < best ? t : best;
+        seen_free(s);
+    }
+    return best;
+}
+
+/* Every write is near-linear in the items it brings plus the items the key
+ * holds, under every policy family: doubling both must not quadruple the
+ * time (ratios measured in one run, best of three, so a shared machine's
+ * noise does not decide). */
+static void test_writes_near_linear(void **state)
+{
+    (void)state;
+    enum { N = 40000 };
+    probe_items pi;
+    items_alloc(&pi, 4 * N);
+    for (size_t i = 0; i < 4 * N; i++)
+        items_set(&pi, i, i * 0x9e3779b97f4a7c15u + 1);
+    struct {
+        const char *name;
+        seen_policy p;
+    } families[] = {
+        {"window", policy(90 * DAY, 4, 0.001, 0, SEEN_IDS_STR, 128)},
+        {"no window, no cap", policy(0, 1, 0.001, 0, SEEN_IDS_STR, 128)},
+        {"exact", policy(90 * DAY, 4, 0, 0, SEEN_IDS_STR, 128)},
+        {"cap 10, 64 slices", policy(0, 64, 0.001, 10, SEEN_IDS_STR, 128)},
+        {"cap 100, 4 slices", policy(0, 4, 0.001, 100, SEEN_IDS_STR, 128)},
+        {"cap 1000, 16 slices, window", policy(30 * DAY, 16, 0.001, 1000, SEEN_IDS_STR, 128)},
+        {"cap 1e6, 64 slices", policy(0, 64, 0.001, 1000000, SEEN_IDS_STR, 128)},
+    };
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+        const seen_policy *p = &families[f].p;
+        /* A batch of n into a set holding n, against 2n into 2n. */
+        double a1 = time_write(p, &pi, N / 2, N / 2, false);
+        double a2 = time_write(p, &pi, N, N, false);
+        /* Removing one item from a set of n, against 2n. */
+        double r1 = time_write(p, &pi, N, 1, true);
+        double r2 = time_write(p, &pi, 2 * N, 1, true);
+        fprintf(stderr, "[stat] %s: add x2 -> %.2fx time, remove from x2 -> %.2fx\n",
+                families[f].name, a2 / (a1 > 1e-6 ? a1 : 1e-6), r2 / (r1 > 1e-6 ? r1 : 1e-6));
+        assert_true(a2 < 3.0 * a1 + 0.002);
+        assert_true(r2 < 3.0 * r1 + 0.002);
+    }
+    items_free(&pi);
+}
+
 static void test_steady_state(void **state)
 {
     (void)state;
@@ -1215,6 +1280,7 @@ int main(void)
         cmocka_unit_test(test_one_slice_and_many),
         cmocka_unit_test(test_capped_segments_bounded),
         cmocka_unit_test(test_loaded_edges_take_writes),
+        cmocka_unit_test(test_writes_near_linear),
         cmocka_unit_test(test_window_edges),
         cmocka_unit_test(test_idempotent),
         cmocka_unit_test(test_false_positive_rate),
