@@ -316,6 +316,15 @@ size_t seen__run_tag_bytes(const seen__run *r);
  * buckets of SEEN_BUCKET_ITEMS / 4 (faster point lookups, a larger index). */
 seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
                           size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine);
+/* The run r without those of the sorted, distinct values vals[0..k) it
+ * holds, copying the codes of every bucket none of them is in.  *applies
+ * is false when this cannot be done in place (the run's first or last
+ * value goes, its bucket count would change, or a segment would be left
+ * without values): then rebuild the run instead.  When it applies and
+ * *removed > 0, *out is the new run and removed_per_tag[t] (r->nsegs
+ * entries, zeroed by the caller) counts the values removed per tag. */
+seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
+                           uint64_t *removed_per_tag, size_t *removed, bool *applies);
 /* Decode every value and tag of a valid run into arrays of r->n entries. */
 void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags);
 /* Check a run read from untrusted bytes: header fields, index, every code,

@@ -671,6 +671,91 @@ seen_err seen__run_clone(seen__run *dst, const seen__run *src)
     return SEEN_OK;
 }
 
+/*
+ * Lay out a run whose header fields (but the index's) are set: fit the
+ * index to the bucket starts offs[0..nbuckets] / firsts[0..nbuckets],
+ * allocate mem, write segment ids, index, tags and codes, and split it.
+ * Tags come from `tags` (one per value), or, when `old_tags` is given, are
+ * those of that array's values whose `skip` flag is clear (see
+ * seen__run_without).
+ */
+typedef struct tag_source {
+    const uint16_t *tags; /* n_old entries */
+    const uint8_t *skip;  /* n_old flags: 1 = not in the new run */
+    size_t n_old;
+} tag_source;
+
+static seen_err run_assemble(seen__run *r, const uint64_t *offs, const uint64_t *firsts,
+                             const uint32_t *seg_ids, const uint16_t *tags,
+                             const tag_source *old_tags, const uint8_t *codes)
+{
+    /* Index: deviations of bucket starts from their straight lines. */
+    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
+    int64_t bmin = 0, bmax = 0, imin = 0, imax = 0;
+    for (uint32_t j = 1; j < r->nbuckets; j++) {
+        int64_t db = (int64_t)offs[j] - (int64_t)on_line(sl_bits, j);
+        int64_t di = (int64_t)firsts[j] - (int64_t)on_line(sl_items, j);
+        if (j == 1 || db < bmin)
+            bmin = db;
+        if (j == 1 || db > bmax)
+            bmax = db;
+        if (j == 1 || di < imin)
+            imin = di;
+        if (j == 1 || di > imax)
+            imax = di;
+    }
+    r->idx_min_bits = bmin;
+    r->idx_min_items = imin;
+    r->w_bits = (uint8_t)seen__bitlen((uint64_t)(bmax - bmin));
+    r->w_items = (uint8_t)seen__bitlen((uint64_t)(imax - imin));
+
+    r->mem = seen__calloc(1, seen__run_mem_size(r));
+    if (r->mem == NULL)
+        return SEEN_ERR_NOMEM;
+    memcpy(r->mem, seg_ids, (size_t)r->nsegs * sizeof(uint32_t));
+    uint8_t *idx = r->mem + (size_t)r->nsegs * sizeof(uint32_t);
+    if (r->w_bits + r->w_items > 0) {
+        seen__bitw iw = {.buf = idx, .bits = 0};
+        for (uint32_t j = 1; j < r->nbuckets; j++) {
+            int64_t db = (int64_t)offs[j] - (int64_t)on_line(sl_bits, j);
+            int64_t di = (int64_t)firsts[j] - (int64_t)on_line(sl_items, j);
+            seen__bitw_put(&iw, (uint64_t)(db - bmin), r->w_bits);
+            seen__bitw_put(&iw, (uint64_t)(di - imin), r->w_items);
+        }
+    }
+    if (r->nsegs > 1) {
+        uint8_t *tw = idx + seen__run_index_bytes(r);
+        uint32_t per = tags_per_word(r->nsegs, NULL);
+        /* Digits of a word, least significant first: collected, then
+         * folded from the top. */
+        uint16_t digits[64];
+        uint32_t nd = 0;
+        uint64_t word_i = 0;
+        size_t total = old_tags ? old_tags->n_old : r->n;
+        for (size_t i = 0; i < total; i++) {
+            if (old_tags && old_tags->skip[i])
+                continue;
+            digits[nd++] = old_tags ? old_tags->tags[i] : tags[i];
+            if (nd == per) {
+                uint64_t word = 0;
+                for (uint32_t d = nd; d > 0; d--)
+                    word = word * r->nsegs + digits[d - 1];
+                seen__store64le(tw + word_i++ * 8, word);
+                nd = 0;
+            }
+        }
+        if (nd > 0) {
+            uint64_t word = 0;
+            for (uint32_t d = nd; d > 0; d--)
+                word = word * r->nsegs + digits[d - 1];
+            seen__store64le(tw + word_i * 8, word);
+        }
+    }
+    memcpy(r->mem + codes_offset(r), codes, (size_t)((r->code_bits + 7) / 8));
+    seen__run_split(r);
+    return SEEN_OK;
+}
+
 seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
                           size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine)
 {
@@ -734,63 +819,16 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
         firsts[cur_bucket] = n;
     }
     r.code_bits = aw_bits(&w);
-
-    /* Index: deviations of bucket starts from their straight lines. */
-    uint64_t sl_bits = slope(r.code_bits, r.nbuckets), sl_items = slope(n, r.nbuckets);
-    int64_t bmin = 0, bmax = 0, imin = 0, imax = 0;
-    for (uint32_t j = 1; j < r.nbuckets; j++) {
-        int64_t db = (int64_t)offs[j] - (int64_t)on_line(sl_bits, j);
-        int64_t di = (int64_t)firsts[j] - (int64_t)on_line(sl_items, j);
-        if (j == 1 || db < bmin)
-            bmin = db;
-        if (j == 1 || db > bmax)
-            bmax = db;
-        if (j == 1 || di < imin)
-            imin = di;
-        if (j == 1 || di > imax)
-            imax = di;
-    }
-    r.idx_min_bits = bmin;
-    r.idx_min_items = imin;
-    r.w_bits = (uint8_t)seen__bitlen((uint64_t)(bmax - bmin));
-    r.w_items = (uint8_t)seen__bitlen((uint64_t)(imax - imin));
-
-    size_t total = seen__run_mem_size(&r);
-    r.mem = seen__calloc(1, total);
-    if (r.mem == NULL) {
-        seen__free(offs);
-        seen__free(w.buf);
-        return SEEN_ERR_NOMEM;
-    }
-    memcpy(r.mem, seg_ids, (size_t)nsegs * sizeof(uint32_t));
-    uint8_t *idx = r.mem + (size_t)nsegs * sizeof(uint32_t);
-    if (r.w_bits + r.w_items > 0) {
-        seen__bitw iw = {.buf = idx, .bits = 0};
-        for (uint32_t j = 1; j < r.nbuckets; j++) {
-            int64_t db = (int64_t)offs[j] - (int64_t)on_line(sl_bits, j);
-            int64_t di = (int64_t)firsts[j] - (int64_t)on_line(sl_items, j);
-            seen__bitw_put(&iw, (uint64_t)(db - bmin), r.w_bits);
-            seen__bitw_put(&iw, (uint64_t)(di - imin), r.w_items);
-        }
-    }
-    if (nsegs > 1) {
-        uint8_t *tw = idx + seen__run_index_bytes(&r);
-        uint32_t per = tags_per_word(nsegs, NULL);
-        for (size_t i = 0; i < n; i += per) {
-            uint64_t word = 0;
-            size_t end = i + per < n ? i + per : n;
-            for (size_t k = end; k > i; k--)
-                word = word * nsegs + tags[k - 1];
-            seen__store64le(tw + (i / per) * 8, word);
-        }
-    }
-    memcpy(r.mem + codes_offset(&r), w.buf, (size_t)((r.code_bits + 7) / 8));
+    seen_err err = run_assemble(&r, offs, firsts, seg_ids, tags, NULL, w.buf);
     seen__free(offs);
     seen__free(w.buf);
-    seen__run_split(&r);
+    if (err != SEEN_OK)
+        return err;
     *out = r;
     return SEEN_OK;
 }
+
+static void decode_tags(const seen__run *r, uint16_t *tags);
 
 void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags)
 {
@@ -820,6 +858,158 @@ void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags)
         }
         pos = end;
     }
+    decode_tags(r, tags);
+}
+
+/*
+ * Removing a few values from a large run.  Only the buckets holding them
+ * are decoded and encoded again; every other bucket's codes are copied
+ * bit for bit (a bucket's codes depend only on its own values, its base
+ * and the Golomb parameter, which the run keeps), and the index and tags
+ * are rebuilt from what is known.  A delete from a 1M-item run costs a
+ * copy of its bits, not a decode and an encode of every value.
+ */
+seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
+                           uint64_t *removed_per_tag, size_t *removed, bool *applies)
+{
+    *removed = 0;
+    *applies = false;
+    seen__golomb g;
+    seen__golomb_init(&g, r->golomb_m);
+    seen__divider mdiv;
+    seen__divider_init(&mdiv, r->golomb_m);
+    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
+    uint64_t *offs = seen__malloc(((size_t)r->nbuckets + 1) * 4 * sizeof *offs);
+    uint8_t *skip = seen__calloc(r->n, 1);
+    uint16_t *tags = r->nsegs > 1 ? seen__malloc((size_t)r->n * sizeof *tags) : NULL;
+    uint64_t *bucket = NULL;
+    acc_writer w = {0};
+    seen_err err = SEEN_ERR_NOMEM;
+    if (offs == NULL || skip == NULL || (r->nsegs > 1 && tags == NULL))
+        goto done;
+    uint64_t *firsts = offs + r->nbuckets + 1, *noffs = firsts + r->nbuckets + 1,
+             *nfirsts = noffs + r->nbuckets + 1;
+    for (uint32_t j = 0; j <= r->nbuckets; j++)
+        bucket_start(r, sl_bits, sl_items, j, &offs[j], &firsts[j]);
+    size_t bucket_cap = 0;
+    if (!aw_reserve(&w, r->code_bits + 64))
+        goto done;
+    size_t vi = 0, gone = 0;
+    for (uint32_t j = 0; j < r->nbuckets; j++) {
+        noffs[j] = aw_bits(&w);
+        nfirsts[j] = firsts[j] - gone;
+        /* The bucket's values lie in [lo, top]. */
+        uint64_t lo = r->base + (uint64_t)j * r->bucket_w;
+        uint64_t top = j + 1 < r->nbuckets ? lo + r->bucket_w - 1 : r->base + r->span;
+        while (vi < k && vals[vi] < lo)
+            vi++;
+        uint64_t org;
+        const uint8_t *codes = bucket_codes(r, offs[j], &org);
+        size_t cnt = (size_t)(firsts[j + 1] - firsts[j]);
+        if (vi == k || vals[vi] > top || cnt == 0) {
+            /* Untouched: its bits as they are. */
+            for (uint64_t b = offs[j]; b < offs[j + 1]; b += 56) {
+                unsigned take = offs[j + 1] - b < 56 ? (unsigned)(offs[j + 1] - b) : 56;
+                aw_put(&w, seen__read_bits(codes, b - org, take), take);
+            }
+            continue;
+        }
+        if (cnt > bucket_cap) {
+            seen__free(bucket);
+            bucket_cap = cnt;
+            bucket = seen__malloc(cnt * sizeof *bucket);
+            if (bucket == NULL)
+                goto done;
+        }
+        uint64_t pos = offs[j] - org, v = lo;
+        for (size_t i = 0; i < cnt; i++) {
+            v = (i == 0 ? lo : v + 1) + golomb_get(codes, &pos, &g);
+            bucket[i] = v;
+        }
+        /* Values to drop, then the rest coded again from the bucket base. */
+        size_t bi = 0;
+        while (vi < k && vals[vi] <= top) {
+            while (bi < cnt && bucket[bi] < vals[vi])
+                bi++;
+            if (bi < cnt && bucket[bi] == vals[vi]) {
+                uint64_t item = firsts[j] + bi;
+                if (item == 0 || item + 1 == r->n) {
+                    err = SEEN_OK; /* the run's ends move: not this way */
+                    goto done;
+                }
+                skip[item] = 1;
+                gone++;
+            }
+            vi++;
+        }
+        uint64_t prev = 0;
+        bool first = true;
+        for (size_t i = 0; i < cnt; i++) {
+            if (skip[firsts[j] + i])
+                continue;
+            uint64_t gap = first ? bucket[i] - lo : bucket[i] - prev - 1;
+            uint64_t q = g.m > 1 ? seen__div(&mdiv, gap) : gap;
+            if (w.byte + (q + 130) / 8 + 16 > w.cap && !aw_reserve(&w, q + 130))
+                goto done;
+            golomb_put(&w, &g, &mdiv, gap);
+            prev = bucket[i];
+            first = false;
+        }
+    }
+    noffs[r->nbuckets] = aw_bits(&w);
+    nfirsts[r->nbuckets] = r->n - gone;
+    err = SEEN_OK;
+    if (gone == 0) {
+        *applies = true;
+        goto done;
+    }
+    uint64_t n2 = r->n - gone;
+    bool fine = r->nbuckets == canonical_nbuckets(n2, true);
+    if (r->nbuckets != canonical_nbuckets(n2, false) && !fine)
+        goto done; /* the bucket count must change: rebuild */
+    if (tags) {
+        decode_tags(r, tags);
+        uint64_t *left = seen__calloc(r->nsegs, sizeof *left);
+        if (left == NULL) {
+            err = SEEN_ERR_NOMEM;
+            goto done;
+        }
+        for (size_t i = 0; i < r->n; i++)
+            left[tags[i]] += !skip[i];
+        bool all_used = true;
+        for (uint32_t t = 0; t < r->nsegs; t++)
+            all_used &= left[t] > 0;
+        seen__free(left);
+        if (!all_used)
+            goto done; /* a segment would be named without values: rebuild */
+    }
+    seen__run nr = *r;
+    nr.mem = NULL;
+    nr.tail = NULL;
+    nr.tail_bit = 0;
+    nr.n = (uint32_t)n2;
+    nr.code_bits = noffs[r->nbuckets];
+    tag_source ts = {tags, skip, r->n};
+    err = run_assemble(&nr, noffs, nfirsts, seen__run_segs(r), NULL, tags ? &ts : NULL, w.buf);
+    if (err != SEEN_OK)
+        goto done;
+    for (size_t i = 0; i < r->n; i++)
+        if (skip[i])
+            removed_per_tag[tags ? tags[i] : 0]++;
+    *out = nr;
+    *removed = gone;
+    *applies = true;
+done:
+    seen__free(offs);
+    seen__free(skip);
+    seen__free(tags);
+    seen__free(bucket);
+    seen__free(w.buf);
+    return err;
+}
+
+static void decode_tags(const seen__run *r, uint16_t *tags)
+{
     if (r->nsegs <= 1) {
         memset(tags, 0, (size_t)r->n * sizeof *tags);
         return;

@@ -2161,6 +2161,45 @@ seen_err seen_add_int(seen_set *s, const uint64_t *items, size_t n, const int64_
 
 /* --------------------------------------------------------------- remove */
 
+/* Remove sorted keys from run r without rebuilding it (seen__run_without),
+ * and charge what went to the segments; *applies false: rebuild instead. */
+static seen_err run_remove_in_place(next_state *ns, const seen__run *r, const seen__divider *d,
+                                    const uint64_t *keys, size_t u, seen__run *out, bool *applies)
+{
+    uint64_t *vals = seen__malloc((u ? u : 1) * sizeof *vals);
+    uint64_t *per_tag = seen__calloc(r->nsegs, sizeof *per_tag);
+    if (vals == NULL || per_tag == NULL) {
+        seen__free(vals);
+        seen__free(per_tag);
+        return SEEN_ERR_NOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < u; i++) {
+        uint64_t v = seen__div(d, keys[i]);
+        if (k == 0 || vals[k - 1] != v)
+            vals[k++] = v;
+    }
+    size_t gone;
+    seen_err err = seen__run_without(out, r, vals, k, per_tag, &gone, applies);
+    if (err == SEEN_OK && *applies && gone == 0)
+        *applies = false; /* nothing matched after all: let the rebuild decide */
+    if (err == SEEN_OK && *applies) {
+        const uint32_t *ids = seen__run_segs(r);
+        for (uint32_t t = 0; t < r->nsegs; t++) {
+            int32_t at = seg_find(ns->segs, ns->nsegs, ids[t]);
+            if (at < 0 || per_tag[t] == 0)
+                continue;
+            seen__segment *g = &ns->segs[at];
+            g->phys -= per_tag[t];
+            if (g->shadow > g->phys)
+                g->shadow = g->phys;
+        }
+    }
+    seen__free(vals);
+    seen__free(per_tag);
+    return err;
+}
+
 static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, size_t *removed)
 {
     seen_err err = check_time(now);
@@ -2278,6 +2317,17 @@ static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, 
             continue;
         seen__run nr;
         bool empty;
+        if (!run_has_dead(s, &ns, r)) {
+            /* In place: copy the buckets no removed value is in. */
+            bool applies;
+            if ((err = run_remove_in_place(&ns, r, &d, keys, u, &nr, &applies)) != SEEN_OK)
+                goto out;
+            if (applies) {
+                runlist_replace(rl, i, i + 1, &nr, false);
+                runs_changed = true;
+                continue;
+            }
+        }
         const seen__run *in[1] = {r};
         err = merge_build(s, &ns, in, 1, HEAD_NONE, r->c, keys, u, &nr, &empty);
         if (err != SEEN_OK)

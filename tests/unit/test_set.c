@@ -1116,6 +1116,72 @@ static void test_removal_approximate(void **state)
     seen_free(s);
 }
 
+/* Removes from large runs with several segments (tags) and, under
+ * jemalloc's classes, split in two blocks: removed items go, the others
+ * stay, every state loads back; exact sets lose nothing else. */
+static void test_removal_in_large_runs(void **state)
+{
+    (void)state;
+    rng r = {test_seed("removal-large", 62)};
+    for (int classes = 0; classes < 2; classes++) {
+        if (classes)
+            alloc_install_classes();
+        const double errors[2] = {0, 0.001};
+        for (int e = 0; e < 2; e++) {
+            seen_policy p = policy(90 * DAY, 4, errors[e], 0, SEEN_IDS_STR, 16);
+            seen_set *s;
+            assert_int_equal(seen_create(&p, &s), SEEN_OK);
+            enum { N = 60000, B = 2000 };
+            uint64_t *ids = malloc(N * sizeof *ids);
+            int64_t *at = malloc(B * sizeof *at);
+            for (size_t i = 0; i < N; i++)
+                ids[i] = rng_next(&r);
+            for (size_t b = 0; b < N; b += B) {
+                for (size_t j = 0; j < B; j++)
+                    at[j] = T0 - 80 * DAY + (int64_t)((b + j) * (80 * DAY / N));
+                assert_int_equal(add_ids(s, ids + b, B, at, T0, NULL), SEEN_OK);
+            }
+            assert_int_equal(seen_expire(s, T0), SEEN_OK);
+            /* Remove in small batches, from every part of the set. */
+            uint8_t *gone = calloc(N, 1);
+            size_t removed_total = 0;
+            for (int round = 0; round < 60; round++) {
+                uint64_t batch[5];
+                for (int j = 0; j < 5; j++) {
+                    size_t i = (size_t)rng_below(&r, N);
+                    batch[j] = ids[i];
+                    gone[i] = 1;
+                }
+                size_t removed;
+                assert_int_equal(remove_ids(s, batch, 5, T0 + 1, &removed), SEEN_OK);
+                removed_total += removed;
+                assert_int_equal(seen__set_check(s), SEEN_OK);
+                if (round % 20 == 0)
+                    s = roundtrip(s);
+            }
+            uint8_t *seen = malloc(N);
+            assert_int_equal(filter_ids(s, ids, N, T0 + 1, seen), SEEN_OK);
+            size_t still = 0, lost = 0;
+            for (size_t i = 0; i < N; i++) {
+                still += gone[i] && seen[i];
+                lost += !gone[i] && !seen[i];
+            }
+            fprintf(stderr,
+                    "[stat] removal in large runs (error %g%s): %zu removed, %zu still seen, "
+                    "%zu others lost\n",
+                    errors[e], classes ? ", jemalloc classes" : "", removed_total, still, lost);
+            assert_int_equal(still, 0);
+            assert_true(errors[e] > 0 ? lost <= 3 : lost == 0);
+            free(seen);
+            free(gone);
+            free(at);
+            free(ids);
+            seen_free(s);
+        }
+        seen_set_allocator(NULL);
+    }
+}
+
 static void test_segment_id_renumbering(void **state)
 {
     (void)state;
@@ -1281,6 +1347,7 @@ int main(void)
         cmocka_unit_test(test_capped_segments_bounded),
         cmocka_unit_test(test_loaded_edges_take_writes),
         cmocka_unit_test(test_writes_near_linear),
+        cmocka_unit_test(test_removal_in_large_runs),
         cmocka_unit_test(test_window_edges),
         cmocka_unit_test(test_idempotent),
         cmocka_unit_test(test_false_positive_rate),
