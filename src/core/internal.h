@@ -73,7 +73,7 @@
 
 /*
  * The limits of a set's state.  The loader (format.c) refuses anything
- * beyond them and the writer (set.c) never goes beyond them: it merges,
+ * beyond them and the writer (state.c, plan.c) never goes beyond them: it merges,
  * renumbers or refuses the write instead.  One table for both, so a state
  * any sequence of operations can reach always loads back.
  */

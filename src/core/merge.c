@@ -1,0 +1,307 @@
+/*
+ * merge.c — building one run from runs and the head: decode into sorted
+ * streams, drop what is dead or removed, k-way merge with equal values
+ * collapsing into their newest segment, encode, and keep the segments'
+ * entry counts true.
+ */
+#include "write.h"
+
+typedef struct stream {
+    uint64_t *v;
+    int32_t *rank;
+    size_t n, pos;
+} stream;
+
+static void stream_free(stream *st)
+{
+    seen__free(st->v);
+    seen__free(st->rank);
+    st->v = NULL;
+    st->rank = NULL;
+}
+
+/* Decode run r, keep values of live segments not in rm (keys, sorted),
+ * and express them under divisor c_out (a multiple of r->c).  in_count[k]
+ * gets the number of entries of table segment k the run held. */
+static seen_err stream_from_run(const seen_set *s, const next_state *ns, const seen__run *r,
+                                uint64_t c_out, const uint64_t *rm, size_t nrm, stream *st,
+                                uint64_t *in_count)
+{
+    memset(st, 0, sizeof *st);
+    uint64_t *v = seen__malloc(r->n * sizeof *v);
+    /* Tags are decoded into the rank array (int32 holds any uint16). */
+    int32_t *rank = seen__malloc(r->n * sizeof *rank);
+    uint16_t *t = seen__malloc(r->n * sizeof *t);
+    int32_t *tr = seen__malloc(r->nsegs * sizeof *tr);
+    if (v == NULL || rank == NULL || t == NULL || tr == NULL) {
+        seen__free(v);
+        seen__free(rank);
+        seen__free(t);
+        seen__free(tr);
+        return SEEN_ERR_NOMEM;
+    }
+    seen__run_decode(r, v, t);
+    {
+        /* Entries per tag, charged to their table segments. */
+        const uint32_t *ids = seen__run_segs(r);
+        for (uint32_t k = 0; k < r->nsegs; k++)
+            tr[k] = 0;
+        for (size_t i = 0; i < r->n; i++)
+            tr[t[i]]++;
+        for (uint32_t k = 0; k < r->nsegs; k++) {
+            int32_t at = seg_find(ns->segs, ns->nsegs, ids[k]);
+            if (at >= 0)
+                in_count[at] += (uint64_t)tr[k];
+        }
+    }
+    seen__run_tag_ranks(s, ns->segs, ns->nsegs, ns->origin, r, ns->clock, tr);
+    for (uint32_t k = 0; k < r->nsegs; k++)
+        tr[k] = seg_mapped(ns, tr[k]);
+    seen__divider d, f;
+    seen__divider_init(&d, r->c);
+    seen__divider_init(&f, c_out / r->c);
+    size_t w = 0, ri = 0;
+    bool all_live = true;
+    for (uint32_t k = 0; k < r->nsegs; k++)
+        all_live &= tr[k] >= 0;
+    if (all_live && nrm == 0 && f.kind == 0) {
+        for (size_t i = 0; i < r->n; i++)
+            rank[i] = tr[t[i]];
+        w = r->n;
+    } else {
+        for (size_t i = 0; i < r->n; i++) {
+            int32_t rk = tr[t[i]];
+            if (rk < 0)
+                continue;
+            while (ri < nrm && seen__div(&d, rm[ri]) < v[i])
+                ri++;
+            if (ri < nrm && seen__div(&d, rm[ri]) == v[i])
+                continue;
+            v[w] = seen__div(&f, v[i]);
+            rank[w] = rk;
+            w++;
+        }
+    }
+    seen__free(t);
+    seen__free(tr);
+    st->v = v;
+    st->rank = rank;
+    st->n = w;
+    return SEEN_OK;
+}
+
+static bool head_part_has(const seen_set *s, const next_state *ns, head_part part, int64_t slice)
+{
+    if (part == HEAD_ALL)
+        return true;
+    if (part == HEAD_NONE)
+        return false;
+    int64_t cur = slice_of(s, ns->origin, ns->clock);
+    return part == HEAD_OLD ? slice < cur : slice >= cur;
+}
+
+static seen_err stream_from_head(const seen_set *s, const next_state *ns, head_part part,
+                                 uint64_t c_out, const uint64_t *rm, size_t nrm, stream *st,
+                                 uint64_t *in_count)
+{
+    memset(st, 0, sizeof *st);
+    seen__kv *kv = seen__malloc((ns->hn ? ns->hn : 1) * sizeof *kv);
+    if (kv == NULL)
+        return SEEN_ERR_NOMEM;
+    seen__divider d;
+    seen__divider_init(&d, c_out);
+    size_t m = 0;
+    for (uint32_t h = 0; h < ns->hn; h++) {
+        int32_t k = seg_find(ns->segs, ns->nsegs, ns->hsegs[h]);
+        if (k < 0 || !head_part_has(s, ns, part, ns->segs[k].slice))
+            continue;
+        in_count[k]++; /* this merge consumes the entry */
+        if (!seg_alive(s, &ns->segs[k], ns->origin, ns->clock))
+            continue;
+        if (nrm && in_sorted(rm, nrm, ns->hkeys[h]))
+            continue;
+        kv[m++] = (seen__kv){seen__div(&d, ns->hkeys[h]), (uint32_t)seg_mapped(ns, k)};
+    }
+    seen_err err = seen__sort_kv(kv, m);
+    if (err == SEEN_OK) {
+        st->v = seen__malloc((m ? m : 1) * sizeof *st->v);
+        st->rank = seen__malloc((m ? m : 1) * sizeof *st->rank);
+        if (st->v == NULL || st->rank == NULL) {
+            stream_free(st);
+            err = SEEN_ERR_NOMEM;
+        } else {
+            for (size_t i = 0; i < m; i++) {
+                st->v[i] = kv[i].key;
+                st->rank[i] = (int32_t)kv[i].idx;
+            }
+            st->n = m;
+        }
+    }
+    seen__free(kv);
+    return err;
+}
+
+/*
+ * Build one run holding the live items of `inputs` (runs whose divisors
+ * divide c_out) and of the chosen part of the head, minus keys in rm.
+ * Equal values keep their newest segment; the copy dropped was an older
+ * addition of the same item (a shadow) or, rarely, a fingerprint collision.
+ * *empty is set when nothing is left.  Segment entry counts (phys, shadow)
+ * in ns follow what was consumed and produced.
+ */
+seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *const *inputs,
+                           size_t ninputs, head_part with_head, uint64_t c_out, const uint64_t *rm,
+                           size_t nrm, seen__run *out, bool *empty)
+{
+    size_t nst = 0;
+    seen_err err = SEEN_OK;
+    uint64_t *ov = NULL;
+    uint16_t *ot = NULL;
+    int32_t *orank = NULL;
+    size_t total = 0;
+    *empty = false;
+    if (ninputs > SEEN_MAX_RUNS)
+        return SEEN_ERR_ARG;
+    stream *st = seen__calloc(ninputs + 1, sizeof *st);
+    /* Per table segment: entries consumed, produced, and dropped as the
+     * older of two equal values. */
+    uint64_t *acct = seen__calloc((size_t)ns->nsegs * 3 + 1, sizeof *acct);
+    if (acct == NULL || st == NULL) {
+        seen__free(st);
+        seen__free(acct);
+        return SEEN_ERR_NOMEM;
+    }
+    uint64_t *in_count = acct, *out_count = acct + ns->nsegs, *collapsed = acct + 2 * ns->nsegs;
+    for (size_t i = 0; i < ninputs && err == SEEN_OK; i++) {
+        err = stream_from_run(s, ns, inputs[i], c_out, rm, nrm, &st[nst], in_count);
+        if (err == SEEN_OK)
+            total += st[nst++].n;
+    }
+    if (err == SEEN_OK && with_head != HEAD_NONE) {
+        err = stream_from_head(s, ns, with_head, c_out, rm, nrm, &st[nst], in_count);
+        if (err == SEEN_OK)
+            total += st[nst++].n;
+    }
+    if (err != SEEN_OK)
+        goto done;
+    if (total == 0) {
+        *empty = true;
+        goto account;
+    }
+    ov = seen__malloc(total * sizeof *ov);
+    ot = seen__malloc(total * sizeof *ot);
+    orank = seen__malloc(total * sizeof *orank);
+    if (ov == NULL || ot == NULL || orank == NULL) {
+        err = SEEN_ERR_NOMEM;
+        goto done;
+    }
+    /* k-way merge; equal values collapse into the newest segment.  Two
+     * inputs (a run and the head) is the common case: merge them directly. */
+    size_t n = 0;
+    if (nst == 2) {
+        stream *x = &st[0], *y = &st[1];
+        size_t i = 0, j = 0;
+        while (i < x->n || j < y->n) {
+            uint64_t v;
+            int32_t rk;
+            if (j >= y->n || (i < x->n && x->v[i] < y->v[j])) {
+                v = x->v[i];
+                rk = x->rank[i++];
+            } else if (i >= x->n || y->v[j] < x->v[i]) {
+                v = y->v[j];
+                rk = y->rank[j++];
+            } else {
+                v = x->v[i];
+                rk = x->rank[i] > y->rank[j] ? x->rank[i] : y->rank[j];
+                collapsed[x->rank[i] > y->rank[j] ? y->rank[j] : x->rank[i]]++;
+                i++;
+                j++;
+            }
+            if (n > 0 && ov[n - 1] == v) {
+                collapsed[rk > orank[n - 1] ? orank[n - 1] : rk]++;
+                if (rk > orank[n - 1])
+                    orank[n - 1] = rk;
+            } else {
+                ov[n] = v;
+                orank[n] = rk;
+                n++;
+            }
+        }
+        for (size_t k = 0; k < 2; k++)
+            st[k].pos = st[k].n; /* the general loop below has nothing left */
+    }
+    for (;;) {
+        int best = -1;
+        for (size_t i = 0; i < nst; i++)
+            if (st[i].pos < st[i].n && (best < 0 || st[i].v[st[i].pos] < st[best].v[st[best].pos]))
+                best = (int)i;
+        if (best < 0)
+            break;
+        uint64_t v = st[best].v[st[best].pos];
+        int32_t rk = st[best].rank[st[best].pos];
+        st[best].pos++;
+        if (n > 0 && ov[n - 1] == v) {
+            collapsed[rk > orank[n - 1] ? orank[n - 1] : rk]++;
+            if (rk > orank[n - 1])
+                orank[n - 1] = rk;
+        } else {
+            ov[n] = v;
+            orank[n] = rk;
+            n++;
+        }
+    }
+    /* Tags: the ranks used, renumbered in age order. */
+    {
+        uint32_t used_cnt = 0;
+        /* One block: the tag of each table segment, then the ids of the
+         * segments used (at most the table's size, never a fixed bound). */
+        int32_t *tag_of = seen__malloc((size_t)ns->nsegs * (sizeof *tag_of + sizeof(uint32_t)));
+        if (tag_of == NULL) {
+            err = SEEN_ERR_NOMEM;
+            goto done;
+        }
+        uint32_t *seg_ids = (uint32_t *)(void *)(tag_of + ns->nsegs);
+        for (uint32_t i = 0; i < ns->nsegs; i++)
+            tag_of[i] = -1;
+        for (size_t i = 0; i < n; i++)
+            tag_of[orank[i]] = 0;
+        for (uint32_t i = 0; i < ns->nsegs; i++)
+            if (tag_of[i] == 0) {
+                tag_of[i] = (int32_t)used_cnt;
+                seg_ids[used_cnt++] = ns->segs[i].id;
+            }
+        for (size_t i = 0; i < n; i++) {
+            ot[i] = (uint16_t)tag_of[orank[i]];
+            out_count[orank[i]]++;
+        }
+        /* Fine buckets: for exact keys (~55 bits each, so the index is
+         * noise) and for the run that takes the head in a large set (see
+         * SEEN_HEAD_LARGE_SET). */
+        uint64_t stored = 0;
+        for (uint32_t i = 0; i < s->nruns; i++)
+            stored += s->runs[i].n;
+        bool fine =
+            c_out == 1 || (with_head != HEAD_NONE && ninputs <= 1 && stored >= SEEN_HEAD_LARGE_SET);
+        err = seen__run_encode(out, c_out, ov, ot, n, seg_ids, used_cnt, fine);
+        seen__free(tag_of);
+    }
+account:
+    if (err == SEEN_OK) {
+        for (uint32_t k = 0; k < ns->nsegs; k++) {
+            seen__segment *g = &ns->segs[k];
+            g->phys = g->phys + out_count[k] - in_count[k];
+            g->shadow -= collapsed[k] < g->shadow ? collapsed[k] : g->shadow;
+            if (g->shadow > g->phys)
+                g->shadow = g->phys;
+        }
+    }
+done:
+    for (size_t i = 0; i < nst; i++)
+        stream_free(&st[i]);
+    seen__free(st);
+    seen__free(ov);
+    seen__free(ot);
+    seen__free(orank);
+    seen__free(acct);
+    return err;
+}

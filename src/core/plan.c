@@ -1,0 +1,570 @@
+/*
+ * plan.c — how fingerprints are planned and runs kept few: the planned
+ * size and divisor, the flush that merges the head and tidies the runs,
+ * settling an import, and when a write must flush.
+ */
+#include "write.h"
+
+#include <math.h>
+
+/*
+ * The plan.  A compact set plans its fingerprints for T items (its recent
+ * high-water mark, or a projection while it is younger than a window): the
+ * plan divisor is error * 2^64 * (1 - reserve) / T, kept with 24
+ * significant bits so it halves exactly.  New runs use plan / 2^j, the
+ * coarsest that fits the budget left, and runs merge only at equal
+ * divisors; a run squeezed finer while the set outgrew its plan is
+ * coarsened back by powers of two once expiry frees budget.  The plan moves
+ * only when T moves by more than SEEN_PLAN_HYSTERESIS, so runs keep
+ * sharing a divisor; runs from an older plan simply age out.
+ */
+/* Keep 24 significant bits, so the divisor can later be halved exactly. */
+static uint64_t mantissa_round(uint64_t x)
+{
+    unsigned bl = seen__bitlen(x);
+    return bl > 24 ? x & ~((UINT64_C(1) << (bl - 24)) - 1) : x;
+}
+
+/* The start of the oldest live slice that holds items (INT64_MAX: none). */
+static int64_t oldest_live_start(const seen_set *s, const next_state *ns)
+{
+    for (uint32_t i = 0; i < ns->nsegs; i++) /* age order: the first found */
+        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) && seen__seg_items(&ns->segs[i]) > 0)
+            return ns->origin + ns->segs[i].slice * (int64_t)s->slice_ms;
+    return INT64_MAX;
+}
+
+bool seen__next_exact_phase(const seen_set *s, const next_state *ns, uint64_t live)
+{
+    if (s->budget == 0)
+        return true;
+    if (ns->plan_c != 0)
+        return false;
+    if (live <= s->policy.exact_limit)
+        return true;
+    if (!s->slice_ms || live > SEEN_YOUNG_EXACT_MAX)
+        return false;
+    /* Young: its live items span less than one slice of data time. */
+    int64_t start = oldest_live_start(s, ns);
+    return start == INT64_MAX || ns->newest - start < (int64_t)s->slice_ms;
+}
+
+/* How many items the set should be planned for; never fewer than the
+ * entries it stores (`entries`), so a merge of all of them at the plan's
+ * divisor fits the budget whatever the counts claim. */
+static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t live,
+                            uint64_t entries)
+{
+    uint64_t t = live > ns->hwm ? live : ns->hwm;
+    if (s->slice_ms) {
+        /* Less than a window of history among the live slices: project
+         * the observed rate over the window.  Measured on the data's own
+         * times (an import arrives at one `now` with times spread over the
+         * past), from the oldest live slice, so a history longer than the
+         * window is planned for what the window holds. */
+        int64_t start = oldest_live_start(s, ns);
+        int64_t span = start == INT64_MAX ? 0 : ns->newest - start;
+        int64_t w = (int64_t)s->policy.window_ms;
+        if (span < w) {
+            int64_t base = span > (int64_t)s->slice_ms ? span : (int64_t)s->slice_ms;
+            double proj = (double)live * (double)w / (double)base;
+            if (proj > (double)t)
+                t = proj > 1e18 ? (uint64_t)1e18 : (uint64_t)proj;
+        }
+    } else if (s->policy.capacity == 0) {
+        /* No window, no cap: it can only grow; plan one doubling ahead. */
+        if (live * 2 > t)
+            t = live * 2;
+    }
+    if (s->policy.capacity) {
+        uint64_t cap = s->policy.capacity + seg_step(s);
+        if (t > cap)
+            t = cap > live ? cap : live;
+    }
+    if (t < entries)
+        t = entries;
+    return t ? t : 1;
+}
+
+static uint64_t ideal_divisor(const seen_set *s, uint64_t target)
+{
+    double c = ldexp(s->policy.error, 64) * (1.0 - SEEN_BUDGET_RESERVE) / (double)target;
+    if (c < 1.0)
+        return 1;
+    if (c > 9.2e18)
+        return UINT64_C(1) << 63;
+    return (uint64_t)c;
+}
+
+/* The first plan fits the target exactly (a loaded history is planned for
+ * what it holds).  Later, re-plan as soon as the target outgrows what the
+ * plan holds, or once it falls well below it; a re-plan leaves half the
+ * hysteresis as headroom so that peaks recurring at about the same height
+ * do not re-plan again. */
+static void replan(const seen_set *s, next_state *ns, uint64_t target)
+{
+    if (ns->plan_c == 0) {
+        ns->plan_c = mantissa_round(ideal_divisor(s, target));
+        return;
+    }
+    double holds = ldexp(s->policy.error, 64) * (1.0 - SEEN_BUDGET_RESERVE) / (double)ns->plan_c;
+    if ((double)target > holds || (double)target * (1.0 + SEEN_PLAN_HYSTERESIS) < holds) {
+        double with_room = (double)target * (1.0 + SEEN_PLAN_HYSTERESIS / 2);
+        ns->plan_c = mantissa_round(ideal_divisor(
+            s, with_room > 1e18 ? UINT64_C(1000000000000000000) : (uint64_t)with_room));
+    }
+}
+
+/* The coarsest plan / 2^j (j >= 0) with n * c <= room; 1 if none. */
+static uint64_t fitting_divisor(uint64_t plan, unsigned __int128 room, uint64_t n)
+{
+    uint64_t c = plan;
+    while (c > 1 && (unsigned __int128)n * c > room) {
+        if (c & 1)
+            return 1; /* cannot halve exactly: exact keys */
+        c >>= 1;
+    }
+    return c;
+}
+
+static bool pow2_multiple(uint64_t small, uint64_t big)
+{
+    if (small == 0 || big < small || big % small)
+        return false;
+    uint64_t k = big / small;
+    return (k & (k - 1)) == 0;
+}
+
+/* Does run r name a segment that is dead in ns? */
+bool seen__run_has_dead(const seen_set *s, const next_state *ns, const seen__run *r)
+{
+    const uint32_t *ids = seen__run_segs(r);
+    for (uint32_t t = 0; t < r->nsegs; t++) {
+        int32_t k = seg_find(ns->segs, ns->nsegs, ids[t]);
+        if (k < 0 || !seg_alive(s, &ns->segs[k], ns->origin, ns->clock))
+            return true;
+    }
+    return false;
+}
+
+/* Does run r name a segment that coalescing moves? */
+static bool run_has_mapped(const next_state *ns, const seen__run *r)
+{
+    if (ns->seg_map == NULL)
+        return false;
+    const uint32_t *ids = seen__run_segs(r);
+    for (uint32_t t = 0; t < r->nsegs; t++) {
+        int32_t k = seg_find(ns->segs, ns->nsegs, ids[t]);
+        if (k >= 0 && ns->seg_map[k] != k)
+            return true;
+    }
+    return false;
+}
+
+/* Has run r's time passed: does it hold only slices older than the
+ * current one?  Folding such a recent run into main at that moment keeps
+ * the recent run aligned with the newest slice, so the split between the
+ * two runs costs no more than the slice tags it replaces. */
+static bool run_is_sealed(const seen_set *s, const next_state *ns, const seen__run *r)
+{
+    if (!s->slice_ms)
+        return false;
+    int64_t cur = slice_of(s, ns->origin, ns->clock);
+    const uint32_t *ids = seen__run_segs(r);
+    for (uint32_t t = 0; t < r->nsegs; t++) {
+        int32_t k = seg_find(ns->segs, ns->nsegs, ids[t]);
+        if (k >= 0 && ns->segs[k].slice >= cur)
+            return false;
+    }
+    return true;
+}
+
+void seen__runlist_release_created(runlist *rl)
+{
+    for (uint32_t i = 0; i < rl->n; i++)
+        if (rl->created[i])
+            seen__run_release(&rl->r[i]);
+}
+
+/* Replace runs [a, b) of rl with `nr` (absent when empty). */
+void seen__runlist_replace(runlist *rl, uint32_t a, uint32_t b, const seen__run *nr, bool empty)
+{
+    for (uint32_t i = a; i < b; i++)
+        if (rl->created[i])
+            seen__run_release(&rl->r[i]);
+    uint32_t add = empty ? 0 : 1;
+    memmove(&rl->r[a + add], &rl->r[b], (rl->n - b) * sizeof rl->r[0]);
+    memmove(&rl->created[a + add], &rl->created[b], (rl->n - b) * sizeof rl->created[0]);
+    rl->n = rl->n - (b - a) + add;
+    if (!empty) {
+        rl->r[a] = *nr;
+        rl->created[a] = true;
+    }
+}
+
+static unsigned __int128 usage_except(const runlist *rl, uint32_t a, uint32_t b)
+{
+    unsigned __int128 u = 0;
+    for (uint32_t i = 0; i < rl->n; i++)
+        if (i < a || i >= b)
+            u += run_mass(&rl->r[i]);
+    return u;
+}
+
+/*
+ * Fold the last run into the one before it (with the chosen part of the
+ * head): only at a common divisor — the coarser of the two, if the finer
+ * reaches it by doubling, the result is no coarser than the plan allows,
+ * and the budget holds.  *done tells whether it happened.
+ */
+static seen_err fold_last(const seen_set *s, next_state *ns, runlist *rl, head_part head,
+                          bool *done)
+{
+    *done = false;
+    uint32_t a = rl->n - 2, b = rl->n - 1;
+    seen__run *p = &rl->r[a], *d = &rl->r[b];
+    uint64_t c = p->c > d->c ? p->c : d->c;
+    uint64_t lo = p->c < d->c ? p->c : d->c;
+    if (!pow2_multiple(lo, c))
+        return SEEN_OK;
+    if (lo != c && ns->plan_c && (double)c > (double)ns->plan_c * (1.0 + SEEN_PLAN_HYSTERESIS))
+        return SEEN_OK; /* would coarsen items past the plan */
+    uint64_t n = (uint64_t)p->n + d->n + (head != HEAD_NONE ? ns->hn : 0);
+    if (c > 1 && usage_except(rl, a, b + 1) + (unsigned __int128)n * c > budget_of(s))
+        return SEEN_OK;
+    const seen__run *in[2] = {p, d};
+    seen__run nr;
+    bool empty;
+    seen_err err = seen__merge_build(s, ns, in, 2, head, c, NULL, 0, &nr, &empty);
+    if (err != SEEN_OK)
+        return err;
+    seen__runlist_replace(rl, a, b + 1, &nr, empty);
+    *done = true;
+    return SEEN_OK;
+}
+
+/* How many items are expected to arrive before the budget frees up: until
+ * the oldest live slice is forgotten, at the rate the live items arrived.
+ * Without a window nothing is forgotten; expect the set to double. */
+static uint64_t expected_arrivals(const seen_set *s, const next_state *ns, uint64_t live)
+{
+    if (!s->slice_ms)
+        return live;
+    int64_t oldest = INT64_MAX;
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) &&
+            seen__seg_items(&ns->segs[i]) > 0 && ns->segs[i].slice < oldest)
+            oldest = ns->segs[i].slice;
+    if (oldest == INT64_MAX)
+        return live;
+    int64_t start = ns->origin + oldest * (int64_t)s->slice_ms;
+    int64_t seen_for = ns->clock - start;
+    int64_t until_free = slice_forget_at(s, ns->origin, oldest) - ns->clock;
+    if (seen_for < 1)
+        seen_for = 1;
+    if (until_free < 0)
+        until_free = 0;
+    double e = (double)live * (double)until_free / (double)seen_for;
+    return e > 1e18 ? (uint64_t)1e18 : (uint64_t)e;
+}
+
+/*
+ * Settle: exact runs (c = 1) in a compact set — an import's, or keys stored
+ * exactly while the budget was short — are re-encoded as one run at the
+ * coarsest plan / 2^j the budget left allows, in the place of the first of
+ * them, where the fold can merge it with main.  Nothing happens when the
+ * budget has no room for fingerprints coarser than 1.
+ */
+static seen_err settle_exact_runs(const seen_set *s, next_state *ns, runlist *rl)
+{
+    const seen__run *in[RUNLIST_MAX];
+    uint32_t k = 0, first = UINT32_MAX;
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < rl->n; i++)
+        if (rl->r[i].c == 1) {
+            in[k++] = &rl->r[i];
+            n += rl->r[i].n;
+            if (first == UINT32_MAX)
+                first = i;
+        }
+    if (k == 0 || ns->plan_c == 0)
+        return SEEN_OK;
+    unsigned __int128 budget = budget_of(s), used = usage_except(rl, 0, 0);
+    unsigned __int128 room = budget > used ? budget - used : 0;
+    uint64_t c = fitting_divisor(ns->plan_c, room, n);
+    if (c <= 1)
+        return SEEN_OK;
+    seen__run nr;
+    bool empty;
+    seen_err err = seen__merge_build(s, ns, in, k, HEAD_NONE, c, NULL, 0, &nr, &empty);
+    if (err != SEEN_OK)
+        return err;
+    for (uint32_t i = rl->n; i-- > 0;)
+        if (rl->r[i].c == 1)
+            seen__runlist_replace(rl, i, i + 1, NULL, true);
+    if (!empty)
+        seen__runlist_replace(rl, first, first, &nr, false);
+    return SEEN_OK;
+}
+
+/*
+ * Merge the head into the runs and tidy them, in this order: purge items of
+ * dead segments (so budget checks see what is really held); leave the exact
+ * phase if it is over, or re-plan; fold a recent run whose slice has ended
+ * into main; merge the head into the recent run or start a new one; fold a
+ * recent run that has grown as large as main; coarsen runs that were
+ * squeezed finer than the plan, where the budget now allows.  Builds the new
+ * run array in ns and changes nothing in s.
+ */
+seen_err seen__flush(const seen_set *s, next_state *ns)
+{
+    runlist *rl = seen__calloc(1, sizeof *rl);
+    if (rl == NULL)
+        return SEEN_ERR_NOMEM;
+    /* Input runs: the set's, or the renumbered copies this write owns. */
+    bool owned = ns->runs != NULL;
+    const seen__run *src = owned ? ns->runs : s->runs;
+    rl->n = owned ? ns->nruns : s->nruns;
+    if (rl->n)
+        memcpy(rl->r, src, rl->n * sizeof *src);
+    for (uint32_t i = 0; i < rl->n; i++)
+        rl->created[i] = owned;
+    if (owned) {
+        seen__free(ns->runs);
+        ns->runs = NULL;
+        ns->nruns = 0;
+    }
+    seen_err err = SEEN_OK;
+    unsigned __int128 budget = budget_of(s);
+    uint64_t live = seen__next_live_items(s, ns);
+    seen__run nr;
+    bool empty;
+
+    for (uint32_t i = 0; i < rl->n; i++) {
+        if (!seen__run_has_dead(s, ns, &rl->r[i]) && !run_has_mapped(ns, &rl->r[i]))
+            continue;
+        const seen__run *in[1] = {&rl->r[i]};
+        err = seen__merge_build(s, ns, in, 1, HEAD_NONE, rl->r[i].c, NULL, 0, &nr, &empty);
+        if (err != SEEN_OK)
+            goto fail;
+        seen__runlist_replace(rl, i, i + 1, &nr, empty);
+        if (empty)
+            i--;
+    }
+
+    uint64_t entries = ns->hn;
+    for (uint32_t i = 0; i < rl->n; i++)
+        entries += rl->r[i].n;
+    /* An import (a write of past history) keeps what it brings exact: its
+     * items' count is not known until it ends, and fingerprints planned
+     * for part of it could never be refined.  The first live write or
+     * expiry after it settles the set for what it then holds. */
+    bool importing = ns->backfill && entries <= SEEN_IMPORT_EXACT_MAX;
+    bool exact = seen__next_exact_phase(s, ns, live) || (importing && ns->plan_c == 0);
+    uint64_t target = plan_target(s, ns, live, entries);
+
+    if (!exact && ns->plan_c == 0) {
+        /* Leaving the exact phase: every run holds exact keys (c = 1), so
+         * all of them can be re-encoded under the planned divisor. */
+        replan(s, ns, target);
+        const seen__run *in[RUNLIST_MAX];
+        for (uint32_t i = 0; i < rl->n; i++)
+            in[i] = &rl->r[i];
+        err = seen__merge_build(s, ns, in, rl->n, HEAD_ALL, ns->plan_c, NULL, 0, &nr, &empty);
+        if (err != SEEN_OK)
+            goto fail;
+        seen__runlist_replace(rl, 0, rl->n, &nr, empty);
+        ns->hn = 0;
+    } else if (importing && ns->hn) {
+        /* Into the compact set, an import adds exact runs; the fold below
+         * merges them with each other as they grow. */
+        err = seen__merge_build(s, ns, NULL, 0, HEAD_ALL, 1, NULL, 0, &nr, &empty);
+        if (err != SEEN_OK)
+            goto fail;
+        seen__runlist_replace(rl, rl->n, rl->n, &nr, empty);
+        ns->hn = 0;
+    } else if (!importing) {
+        if (!exact)
+            replan(s, ns, target);
+        uint64_t plan = exact ? 1 : ns->plan_c;
+        /* The recent run's slice has ended: fold it, with the head's items
+         * of ended slices, into main, so the next recent run starts with
+         * the current slice alone. */
+        head_part rest = HEAD_ALL;
+        bool sealed = rl->n >= 2 && run_is_sealed(s, ns, &rl->r[rl->n - 1]);
+        if (sealed) {
+            bool done;
+            if ((err = fold_last(s, ns, rl, ns->hn ? HEAD_OLD : HEAD_NONE, &done)) != SEEN_OK)
+                goto fail;
+            if (done)
+                rest = HEAD_CURRENT;
+        }
+        /* A sealed recent run that could not fold (its divisor is from an
+         * older plan, or was squeezed) takes no new slice: it ages out. */
+        bool merged = ns->hn == 0;
+        uint64_t stored = 0;
+        for (uint32_t i = 0; i < rl->n; i++)
+            stored += rl->r[i].n;
+        /* Only a small recent run takes the head: a large last run (main,
+         * or an older plan's run) would make every merge rewrite it. */
+        if (!merged && rl->n >= 2 && !(sealed && rest == HEAD_ALL) &&
+            (uint64_t)rl->r[rl->n - 1].n * 2 <= stored) {
+            /* Into the recent run, if the budget allows and its divisor is
+             * not coarser than the plan. */
+            uint32_t last = rl->n - 1;
+            seen__run *d = &rl->r[last];
+            bool fits = d->c == 1 || usage_except(rl, last, last + 1) +
+                                             (unsigned __int128)(d->n + ns->hn) * d->c <=
+                                         budget;
+            bool suits = exact || (double)d->c <= (double)plan * (1.0 + SEEN_PLAN_HYSTERESIS);
+            if (fits && suits) {
+                const seen__run *in[1] = {d};
+                err = seen__merge_build(s, ns, in, 1, rest, d->c, NULL, 0, &nr, &empty);
+                if (err != SEEN_OK)
+                    goto fail;
+                seen__runlist_replace(rl, last, last + 1, &nr, empty);
+                merged = true;
+            }
+        }
+        if (!merged) {
+            /* A new run: plan / 2^j, the coarsest whose items fit the budget
+             * left — that budget must last for the items the plan still
+             * expects or, past the plan, until the oldest slice frees its
+             * share. */
+            uint64_t c = 1;
+            if (!exact) {
+                unsigned __int128 u = usage_except(rl, 0, 0);
+                unsigned __int128 room = budget > u ? budget - u : 0;
+                uint64_t expect = target > live ? target - live : expected_arrivals(s, ns, live);
+                if (expect < ns->hn)
+                    expect = ns->hn;
+                c = fitting_divisor(plan, room, expect);
+                if (c > 1 && (unsigned __int128)ns->hn * c > room)
+                    c = 1;
+            }
+            if (rl->n >= RUNLIST_MAX - 2) {
+                err = SEEN_ERR_LIMIT;
+                goto fail;
+            }
+            err = seen__merge_build(s, ns, NULL, 0, rest, c, NULL, 0, &nr, &empty);
+            if (err != SEEN_OK)
+                goto fail;
+            seen__runlist_replace(rl, rl->n, rl->n, &nr, empty);
+        }
+        ns->hn = 0;
+
+        /* Runs squeezed finer than the plan while the set outgrew it:
+         * coarsen them back, doubling while the result stays within the
+         * plan's band and the budget (freed by expiry) allows.  Only runs
+         * no longer receiving items. */
+        double band = (double)plan * (1.0 + SEEN_PLAN_HYSTERESIS);
+        for (uint32_t i = 0; !exact && i + 1 < rl->n; i++) {
+            seen__run *r = &rl->r[i];
+            unsigned __int128 used = usage_except(rl, 0, 0);
+            unsigned __int128 room = budget > used ? budget - used : 0;
+            uint64_t c = r->c;
+            while (c <= UINT64_MAX / 2 && (double)(c * 2) <= band &&
+                   (unsigned __int128)r->n * (c * 2 - r->c) <= room)
+                c *= 2;
+            if (c == r->c)
+                continue;
+            const seen__run *in[1] = {r};
+            err = seen__merge_build(s, ns, in, 1, HEAD_NONE, c, NULL, 0, &nr, &empty);
+            if (err != SEEN_OK)
+                goto fail;
+            seen__runlist_replace(rl, i, i + 1, &nr, empty);
+        }
+        if (!exact && (err = settle_exact_runs(s, ns, rl)) != SEEN_OK)
+            goto fail;
+    }
+
+    /* Fold a recent run that has grown as large as main (so rewrites stay
+     * amortized O(1) per item when items arrive in random time order), and
+     * keep small sets in one run.  Runs of unequal divisors stay apart. */
+    while (rl->n >= 2) {
+        seen__run *p = &rl->r[rl->n - 2], *d = &rl->r[rl->n - 1];
+        if ((uint64_t)d->n * SEEN_DELTA_RATIO < p->n && rl->n <= 4 &&
+            (uint64_t)p->n + d->n > SEEN_SINGLE_RUN_MAX)
+            break;
+        bool done;
+        if ((err = fold_last(s, ns, rl, HEAD_NONE, &done)) != SEEN_OK)
+            goto fail;
+        if (!done)
+            break;
+    }
+
+    /* The state must load back: the budget holds and the runs are within
+     * the format's limit (neither fails unless planning is wrong). */
+    if (rl->n > SEEN_MAX_RUNS || usage_except(rl, 0, 0) > budget) {
+        err = SEEN_ERR_LIMIT;
+        goto fail;
+    }
+    ns->nruns = rl->n;
+    ns->runs = seen__malloc((rl->n ? rl->n : 1) * sizeof *ns->runs);
+    if (ns->runs == NULL) {
+        err = SEEN_ERR_NOMEM;
+        goto fail;
+    }
+    memcpy(ns->runs, rl->r, rl->n * sizeof *rl->r);
+    seen__free(rl);
+    return SEEN_OK;
+fail:
+    seen__runlist_release_created(rl);
+    seen__free(rl);
+    ns->runs = NULL;
+    ns->nruns = 0;
+    return err;
+}
+
+/* Does the set hold exact keys that a flush would now compact: it is past
+ * its exact phase but has no plan yet, or it has exact runs beside its
+ * compact ones and budget to spare for them (an import has ended)? */
+static bool unsettled(const seen_set *s, const next_state *ns)
+{
+    if (s->budget == 0 || (s->nruns == 0 && ns->hn == 0))
+        return false;
+    if (ns->plan_c == 0)
+        return !seen__next_exact_phase(s, ns, seen__next_live_items(s, ns));
+    unsigned __int128 used = 0;
+    uint64_t exact = 0;
+    for (uint32_t i = 0; i < s->nruns; i++) {
+        used += run_mass(&s->runs[i]);
+        exact += s->runs[i].c == 1 ? s->runs[i].n : 0;
+    }
+    unsigned __int128 budget = budget_of(s);
+    return exact > 0 && used < budget && fitting_divisor(ns->plan_c, budget - used, exact) > 1;
+}
+
+int seen_compactable(const seen_set *s, int64_t now)
+{
+    if (s == NULL || check_time(now) != SEEN_OK)
+        return 0;
+    /* A read-only view of the set as a write at `now` would start it. */
+    next_state ns;
+    memset(&ns, 0, sizeof ns);
+    ns.clock = now;
+    ns.origin = s->origin;
+    ns.newest = s->newest;
+    ns.plan_c = s->plan_c;
+    ns.segs = s->segs;
+    ns.nsegs = s->nsegs;
+    ns.hn = s->head_n;
+    return unsettled(s, &ns) ? 1 : 0;
+}
+
+/* Should this write flush the head or rewrite runs? */
+bool seen__need_flush(const seen_set *s, const next_state *ns, bool dead)
+{
+    uint64_t stored = ns->hn;
+    for (uint32_t i = 0; i < s->nruns; i++)
+        stored += s->runs[i].n;
+    if (ns->hn >= head_limit(stored))
+        return true;
+    if (!ns->backfill && unsettled(s, ns))
+        return true;
+    /* A segment died: purge the runs that name it. */
+    for (uint32_t i = 0; dead && i < s->nruns; i++)
+        if (seen__run_has_dead(s, ns, &s->runs[i]))
+            return true;
+    return false;
+}

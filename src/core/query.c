@@ -1,0 +1,321 @@
+/*
+ * query.c — where candidates are in a set: the batch walk over the runs
+ * and the head (locate), and the public queries built on it (prepared
+ * queries, seen_filter_*).
+ */
+#include "write.h"
+
+/* The rank (index in `segs`) of the segment that tag t of run r names, if
+ * that segment is alive at q; -1 otherwise.  Fills tr[0..r->nsegs). */
+void seen__run_tag_ranks(const seen_set *s, const seen__segment *segs, uint32_t nsegs,
+                         int64_t origin, const seen__run *r, int64_t q, int32_t *tr)
+{
+    const uint32_t *ids = seen__run_segs(r);
+    for (uint32_t t = 0; t < r->nsegs; t++) {
+        int32_t k = seg_find(segs, nsegs, ids[t]);
+        tr[t] = (k >= 0 && seg_alive(s, &segs[k], origin, q)) ? k : -1;
+    }
+}
+
+/*
+ * For candidates sorted by key, the rank of the newest segment alive at q
+ * holding each one, or -1 when none does.  Runs are walked with a cursor,
+ * so a batch costs one pass over the buckets it touches.
+ */
+seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t q, int32_t *rank)
+{
+    for (size_t i = 0; i < n; i++)
+        rank[i] = -1;
+    if (n == 0)
+        return SEEN_OK;
+    int32_t tr_small[64];
+    if (n <= 4 && s->nruns <= SEEN_LOOKUP_MANY_MAX) {
+        /* A few candidates (single adds): probe every run at once. */
+        int32_t ranks[SEEN_LOOKUP_MANY_MAX][64];
+        const seen__run *runs[SEEN_LOOKUP_MANY_MAX];
+        bool small = true;
+        for (uint32_t ri = 0; ri < s->nruns; ri++) {
+            runs[ri] = &s->runs[ri];
+            small &= s->runs[ri].nsegs <= 64;
+        }
+        if (small) {
+            for (uint32_t ri = 0; ri < s->nruns; ri++)
+                seen__run_tag_ranks(s, s->segs, s->nsegs, s->origin, runs[ri], q, ranks[ri]);
+            for (size_t i = 0; i < n; i++) {
+                uint64_t vals[SEEN_LOOKUP_MANY_MAX];
+                int tags[SEEN_LOOKUP_MANY_MAX];
+                for (uint32_t ri = 0; ri < s->nruns; ri++) {
+                    seen__divider d;
+                    seen__divider_init(&d, runs[ri]->c);
+                    vals[ri] = seen__div(&d, cand[i].key);
+                }
+                seen__run_lookup_many(runs, vals, s->nruns, tags);
+                for (uint32_t ri = 0; ri < s->nruns; ri++)
+                    if (tags[ri] >= 0 && ranks[ri][tags[ri]] > rank[i])
+                        rank[i] = ranks[ri][tags[ri]];
+            }
+            goto head;
+        }
+    }
+    uint64_t *vals = NULL; /* candidates as one run's values, then their tags */
+    int32_t *tags = NULL;
+    for (uint32_t ri = 0; ri < s->nruns; ri++) {
+        const seen__run *r = &s->runs[ri];
+        int32_t *tr = r->nsegs <= 64 ? tr_small : seen__malloc(r->nsegs * sizeof *tr);
+        if (tr == NULL) {
+            seen__free(vals);
+            return SEEN_ERR_NOMEM;
+        }
+        seen__run_tag_ranks(s, s->segs, s->nsegs, s->origin, r, q, tr);
+        bool any = false;
+        for (uint32_t t = 0; t < r->nsegs; t++)
+            any |= tr[t] >= 0;
+        if (any) {
+            if (vals == NULL) {
+                vals = seen__malloc(n * (sizeof *vals + sizeof *tags));
+                if (vals == NULL) {
+                    if (tr != tr_small)
+                        seen__free(tr);
+                    return SEEN_ERR_NOMEM;
+                }
+                tags = (int32_t *)(void *)(vals + n);
+            }
+            seen__divider d;
+            seen__divider_init(&d, r->c);
+            for (size_t i = 0; i < n; i++)
+                vals[i] = seen__div(&d, cand[i].key);
+            seen__run_match(r, vals, n, tags);
+            for (size_t i = 0; i < n; i++)
+                if (tags[i] >= 0 && tr[tags[i]] > rank[i])
+                    rank[i] = tr[tags[i]];
+        }
+        if (tr != tr_small)
+            seen__free(tr);
+    }
+    seen__free(vals);
+head:
+    if (s->head_n == 0)
+        return SEEN_OK;
+    /* The head is small and unsorted: scan it per candidate for small
+     * batches, sort a copy and merge for large ones. */
+    if ((uint64_t)n * s->head_n <= 8192) {
+        /* Compare keys first (a tight loop); segments only on a match. */
+        for (size_t i = 0; i < n; i++) {
+            uint64_t key = cand[i].key;
+            for (uint32_t h = 0; h < s->head_n; h++) {
+                if (s->head_keys[h] != key)
+                    continue;
+                int32_t k = seg_find(s->segs, s->nsegs, s->head_segs[h]);
+                if (k >= 0 && k > rank[i] && seg_alive(s, &s->segs[k], s->origin, q))
+                    rank[i] = k;
+            }
+        }
+        return SEEN_OK;
+    }
+    seen__kv *hk = seen__malloc(s->head_n * sizeof *hk);
+    if (hk == NULL)
+        return SEEN_ERR_NOMEM;
+    size_t m = 0;
+    for (uint32_t h = 0; h < s->head_n; h++) {
+        int32_t k = seg_find(s->segs, s->nsegs, s->head_segs[h]);
+        if (k >= 0 && seg_alive(s, &s->segs[k], s->origin, q))
+            hk[m++] = (seen__kv){s->head_keys[h], (uint32_t)k};
+    }
+    seen_err err = seen__sort_kv(hk, m);
+    if (err == SEEN_OK) {
+        size_t a = 0, b = 0;
+        while (a < n && b < m) {
+            if (cand[a].key < hk[b].key) {
+                a++;
+            } else if (cand[a].key > hk[b].key) {
+                b++;
+            } else {
+                /* Several candidates (and head entries) may share a key. */
+                size_t b2 = b;
+                int32_t best = -1;
+                while (b2 < m && hk[b2].key == cand[a].key) {
+                    if ((int32_t)hk[b2].idx > best)
+                        best = (int32_t)hk[b2].idx;
+                    b2++;
+                }
+                uint64_t key = cand[a].key;
+                while (a < n && cand[a].key == key) {
+                    if (best > rank[a])
+                        rank[a] = best;
+                    a++;
+                }
+                b = b2;
+            }
+        }
+    }
+    seen__free(hk);
+    return err;
+}
+
+struct seen_query {
+    size_t n;
+    seen_ids ids;
+    seen__kv *by_key;   /* hashed (STR) or raw (INT) keys, sorted */
+    seen__kv *by_mixed; /* INT only: mixed keys, sorted on first need */
+    uint64_t *raw;      /* INT only: the ids, to mix later */
+};
+
+void seen_query_free(seen_query *q)
+{
+    if (q == NULL)
+        return;
+    seen__free(q->by_key);
+    seen__free(q->by_mixed);
+    seen__free(q->raw);
+    seen__free(q);
+}
+
+size_t seen_query_count(const seen_query *q)
+{
+    return q ? q->n : 0;
+}
+
+seen_err seen__check_strs(const seen_str *items, size_t n)
+{
+    if (n > SEEN_MAX_BATCH)
+        return SEEN_ERR_BATCH;
+    if (n && items == NULL)
+        return SEEN_ERR_ARG;
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].len == 0 || items[i].len > SEEN_MAX_ITEM_LEN)
+            return SEEN_ERR_ITEM_LEN;
+        if (items[i].ptr == NULL)
+            return SEEN_ERR_ARG;
+    }
+    return SEEN_OK;
+}
+
+seen_err seen_query_str(const seen_str *items, size_t n, seen_query **out)
+{
+    if (out == NULL)
+        return SEEN_ERR_ARG;
+    seen_err err = seen__check_strs(items, n);
+    if (err != SEEN_OK)
+        return err;
+    seen_query *q = seen__calloc(1, sizeof *q);
+    if (q == NULL)
+        return SEEN_ERR_NOMEM;
+    q->n = n;
+    q->ids = SEEN_IDS_STR;
+    q->by_key = seen__malloc((n ? n : 1) * sizeof *q->by_key);
+    if (q->by_key == NULL) {
+        seen_query_free(q);
+        return SEEN_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        q->by_key[i] = (seen__kv){seen__hash_str(items[i].ptr, items[i].len), (uint32_t)i};
+    err = seen__sort_kv(q->by_key, n);
+    if (err != SEEN_OK) {
+        seen_query_free(q);
+        return err;
+    }
+    *out = q;
+    return SEEN_OK;
+}
+
+seen_err seen_query_int(const uint64_t *items, size_t n, seen_query **out)
+{
+    if (out == NULL || (n && items == NULL))
+        return SEEN_ERR_ARG;
+    if (n > SEEN_MAX_BATCH)
+        return SEEN_ERR_BATCH;
+    seen_query *q = seen__calloc(1, sizeof *q);
+    if (q == NULL)
+        return SEEN_ERR_NOMEM;
+    q->n = n;
+    q->ids = SEEN_IDS_INT;
+    q->by_key = seen__malloc((n ? n : 1) * sizeof *q->by_key);
+    q->raw = seen__malloc((n ? n : 1) * sizeof *q->raw);
+    if (q->by_key == NULL || q->raw == NULL) {
+        seen_query_free(q);
+        return SEEN_ERR_NOMEM;
+    }
+    if (n)
+        memcpy(q->raw, items, n * sizeof *items);
+    for (size_t i = 0; i < n; i++)
+        q->by_key[i] = (seen__kv){items[i], (uint32_t)i};
+    seen_err err = seen__sort_kv(q->by_key, n);
+    if (err != SEEN_OK) {
+        seen_query_free(q);
+        return err;
+    }
+    *out = q;
+    return SEEN_OK;
+}
+
+seen_err seen_query_run(const seen_set *s, seen_query *q, int64_t now, uint8_t *seen)
+{
+    if (s == NULL || q == NULL || (q->n && seen == NULL))
+        return SEEN_ERR_ARG;
+    if (q->ids != s->policy.ids)
+        return SEEN_ERR_IDS;
+    seen_err err = check_time(now);
+    if (err != SEEN_OK)
+        return err;
+    const seen__kv *cand = q->by_key;
+    if (q->ids == SEEN_IDS_INT && s->policy.error > 0) {
+        if (q->by_mixed == NULL) {
+            seen__kv *m = seen__malloc((q->n ? q->n : 1) * sizeof *m);
+            if (m == NULL)
+                return SEEN_ERR_NOMEM;
+            for (size_t i = 0; i < q->n; i++)
+                m[i] = (seen__kv){seen__mix64(q->raw[i]), (uint32_t)i};
+            err = seen__sort_kv(m, q->n);
+            if (err != SEEN_OK) {
+                seen__free(m);
+                return err;
+            }
+            q->by_mixed = m;
+        }
+        cand = q->by_mixed;
+    }
+    if (q->n == 0)
+        return SEEN_OK;
+    int32_t *rank = seen__malloc(q->n * sizeof *rank);
+    if (rank == NULL)
+        return SEEN_ERR_NOMEM;
+    err = seen__locate(s, cand, q->n, now, rank);
+    if (err == SEEN_OK)
+        for (size_t i = 0; i < q->n; i++)
+            if (rank[i] >= 0)
+                seen[cand[i].idx] = 1;
+    seen__free(rank);
+    return err;
+}
+
+seen_err seen_filter_str(const seen_set *s, const seen_str *items, size_t n, int64_t now,
+                         uint8_t *seen)
+{
+    if (s == NULL)
+        return SEEN_ERR_ARG;
+    if (s->policy.ids != SEEN_IDS_STR)
+        return SEEN_ERR_IDS;
+    seen_query *q;
+    seen_err err = seen_query_str(items, n, &q);
+    if (err != SEEN_OK)
+        return err;
+    err = seen_query_run(s, q, now, seen);
+    seen_query_free(q);
+    return err;
+}
+
+seen_err seen_filter_int(const seen_set *s, const uint64_t *items, size_t n, int64_t now,
+                         uint8_t *seen)
+{
+    if (s == NULL)
+        return SEEN_ERR_ARG;
+    if (s->policy.ids != SEEN_IDS_INT)
+        return SEEN_ERR_IDS;
+    seen_query *q;
+    seen_err err = seen_query_int(items, n, &q);
+    if (err != SEEN_OK)
+        return err;
+    err = seen_query_run(s, q, now, seen);
+    seen_query_free(q);
+    return err;
+}

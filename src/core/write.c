@@ -1,0 +1,514 @@
+/*
+ * write.c — the writes: adds (with their import detection and in-batch
+ * capacity), removes (in place where a run allows it) and expiry.  Each
+ * builds a next state (state.c) and commits it whole.
+ */
+#include "write.h"
+
+/*
+ * Give segments the ids 0..nsegs-1 when ids near SEEN_SEG_ID_LIMIT (a hot
+ * key with a capacity opens a segment every few items, for years).  Runs
+ * carry ids, so this write takes renumbered copies of every run; the flush
+ * that follows always runs.
+ */
+static seen_err next_renumber(const seen_set *s, next_state *ns)
+{
+    seen__run *runs = seen__calloc(s->nruns + 1, sizeof *runs);
+    uint64_t *hk = NULL;
+    uint32_t *hg = NULL;
+    if (runs == NULL || !seen__head_alloc(&hk, &hg, ns->hcap)) {
+        seen__free(runs);
+        return SEEN_ERR_NOMEM;
+    }
+    for (uint32_t i = 0; i < s->nruns; i++) {
+        if (seen__run_clone(&runs[i], &s->runs[i]) != SEEN_OK) {
+            for (uint32_t j = 0; j < i; j++)
+                seen__run_release(&runs[j]);
+            seen__free(runs);
+            seen__free(hk);
+            return SEEN_ERR_NOMEM;
+        }
+        uint32_t *ids = (uint32_t *)(void *)runs[i].mem;
+        for (uint32_t t = 0; t < runs[i].nsegs; t++)
+            ids[t] = (uint32_t)seg_find(ns->segs, ns->nsegs, ids[t]);
+    }
+    for (uint32_t h = 0; h < ns->hn; h++) {
+        hk[h] = ns->hkeys[h];
+        hg[h] = (uint32_t)seg_find(ns->segs, ns->nsegs, ns->hsegs[h]);
+    }
+    if (ns->head_fresh)
+        seen__free(ns->hkeys);
+    ns->hkeys = hk;
+    ns->hsegs = hg;
+    ns->head_fresh = true;
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        ns->segs[i].id = i;
+    ns->next_seg_id = ns->nsegs;
+    ns->runs = runs;
+    ns->nruns = s->nruns;
+    return SEEN_OK;
+}
+
+static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int64_t *at,
+                         int64_t now, size_t *added)
+{
+    seen_err err = check_time(now);
+    if (err != SEEN_OK)
+        return err;
+    for (size_t i = 0; at && i < n; i++)
+        if ((err = check_time(at[i])) != SEEN_OK)
+            return err;
+    if (added)
+        *added = 0;
+
+    next_state ns;
+    if ((err = seen__next_begin(s, &ns, now, n)) != SEEN_OK)
+        return err;
+    bool renumbered = false;
+    if ((uint64_t)ns.next_seg_id + n + 1 > SEEN_SEG_ID_LIMIT) {
+        if ((err = next_renumber(s, &ns)) != SEEN_OK) {
+            seen__next_discard(s, &ns);
+            return err;
+        }
+        renumbered = true;
+    }
+    /* Scratch arrays in one block; on the stack for small batches. */
+    enum { SMALL = 16 };
+    const size_t per = sizeof(seen__kv) + sizeof(int64_t) + sizeof(int32_t) + 2 * sizeof(uint32_t);
+    _Alignas(16) uint8_t small[SMALL * (sizeof(seen__kv) + sizeof(int64_t) + sizeof(int32_t) +
+                                        2 * sizeof(uint32_t))];
+    uint8_t *scratch = n <= SMALL ? small : seen__malloc(n * per);
+    if (scratch == NULL) {
+        seen__next_discard(s, &ns);
+        return SEEN_ERR_NOMEM;
+    }
+    size_t cap = n <= SMALL ? SMALL : n;
+    seen__kv *kv = (seen__kv *)(void *)scratch;
+    int64_t *slice = (int64_t *)(void *)(scratch + cap * sizeof(seen__kv));
+    int32_t *rank = (int32_t *)(void *)(slice + cap);
+    uint32_t *order = (uint32_t *)(void *)(rank + cap);
+    uint32_t *pos_of = order + cap;
+    if (!ns.has_origin && n > 0) {
+        int64_t lo = INT64_MAX;
+        for (size_t i = 0; i < n; i++) {
+            int64_t t = at ? (at[i] < now ? at[i] : now) : now;
+            if (t < lo)
+                lo = t;
+        }
+        ns.origin = s->slice_ms ? lo : 0;
+        ns.newest = ns.origin;
+        ns.has_origin = 1;
+    }
+
+    /* Slices; items already forgotten at `now` are ignored.  Items from
+     * well before `now` make the write an import. */
+    int64_t lag = s->slice_ms && (int64_t)s->slice_ms < SEEN_IMPORT_LAG_MS ? (int64_t)s->slice_ms
+                                                                           : SEEN_IMPORT_LAG_MS;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t t = at ? (at[i] < now ? at[i] : now) : now;
+        int64_t k = slice_of(s, ns.origin, t);
+        slice[i] = k;
+        if (t < now - lag)
+            ns.backfill = true;
+        if (slice_forget_at(s, ns.origin, k) <= ns.clock)
+            continue;
+        if (t > ns.newest)
+            ns.newest = t;
+        kv[m++] = (seen__kv){keys[i], (uint32_t)i};
+    }
+    if ((err = seen__sort_kv(kv, m)) != SEEN_OK)
+        goto out;
+    /* One entry per distinct key: its newest addition, i.e. the newest
+     * slice and, within it, the last in input order (so items between two
+     * occurrences count as older, as they arrived before the second). */
+    size_t u = 0;
+    for (size_t i = 0; i < m;) {
+        size_t j = i, pick = i;
+        while (j < m && kv[j].key == kv[i].key) {
+            uint32_t a = kv[j].idx, b = kv[pick].idx;
+            if (slice[a] > slice[b] || (slice[a] == slice[b] && a > b))
+                pick = j;
+            j++;
+        }
+        kv[u++] = kv[pick];
+        i = j;
+    }
+    /* Where each key is now (ranks refer to s->segs). */
+    if ((err = seen__locate(s, kv, u, ns.clock, rank)) != SEEN_OK)
+        goto out;
+    /* Assign segments in input order, so a capacity's count steps follow
+     * arrival. */
+    for (size_t i = 0; i < u; i++)
+        order[i] = (uint32_t)i;
+    {
+        /* Order the distinct keys by input position. */
+        for (size_t i = 0; i < n; i++)
+            pos_of[i] = UINT32_MAX;
+        for (size_t i = 0; i < u; i++)
+            pos_of[kv[i].idx] = (uint32_t)i;
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++)
+            if (pos_of[i] != UINT32_MAX)
+                order[w++] = pos_of[i];
+    }
+    size_t new_items = 0;
+    uint32_t prune_at = ns.nsegs * 2 + 64;
+    for (size_t oi = 0; oi < u; oi++) {
+        size_t i = order[oi];
+        int32_t t = seen__open_segment(s, &ns, slice[kv[i].idx]);
+        if (t < 0) {
+            err = SEEN_ERR_NOMEM;
+            goto out;
+        }
+        seen__segment *target = &ns.segs[t];
+        if (rank[i] >= 0) {
+            /* rank indexes s->segs; a renumbering kept the order, so the
+             * segment's id is now its old position. */
+            uint32_t old_id = renumbered ? (uint32_t)rank[i] : s->segs[rank[i]].id;
+            int32_t f = seg_find(ns.segs, ns.nsegs, old_id);
+            if (f >= 0 && seg_age_cmp(&ns.segs[f], target) >= 0)
+                continue; /* already as recent as this addition */
+            /* The older copy stays stored until a merge meets both. */
+            if (f >= 0 && !ns.segs[f].dropped && seen__seg_items(&ns.segs[f]) > 0)
+                ns.segs[f].shadow++;
+        } else {
+            new_items++;
+        }
+        target->phys++;
+        if (!seen__next_head_push(&ns, kv[i].key, target->id)) {
+            err = SEEN_ERR_NOMEM;
+            goto out;
+        }
+        /* A count step may just have filled: apply the cap as we go so the
+         * oldest steps leave before they are needed again. */
+        if (s->policy.capacity) {
+            seen__apply_capacity(s, &ns);
+            /* A batch far larger than the cap drops a step every few
+             * items: take dropped steps and their head entries out as it
+             * goes, so the table (scanned per item) stays small. */
+            if (ns.nsegs > prune_at) {
+                if (!seen__next_head_prune(s, &ns)) {
+                    err = SEEN_ERR_NOMEM;
+                    goto out;
+                }
+                seen__next_drop_unreferenced(s, &ns);
+                prune_at = ns.nsegs * 2 + 64;
+            }
+        }
+    }
+    err = seen__finish_write(s, &ns, renumbered);
+    if (err == SEEN_OK && added)
+        *added = new_items;
+out:
+    if (err != SEEN_OK)
+        seen__next_discard(s, &ns);
+    if (scratch != small)
+        seen__free(scratch);
+    return err;
+}
+
+seen_err seen_add_str(seen_set *s, const seen_str *items, size_t n, const int64_t *at, int64_t now,
+                      size_t *added)
+{
+    if (s == NULL)
+        return SEEN_ERR_ARG;
+    if (s->policy.ids != SEEN_IDS_STR)
+        return SEEN_ERR_IDS;
+    seen_err err = seen__check_strs(items, n);
+    if (err != SEEN_OK)
+        return err;
+    uint64_t small[16] = {0};
+    uint64_t *keys = n <= 16 ? small : seen__malloc(n * sizeof *keys);
+    if (keys == NULL)
+        return SEEN_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = seen__hash_str(items[i].ptr, items[i].len);
+    err = add_keys(s, keys, n, at, now, added);
+    if (keys != small)
+        seen__free(keys);
+    return err;
+}
+
+seen_err seen_add_int(seen_set *s, const uint64_t *items, size_t n, const int64_t *at, int64_t now,
+                      size_t *added)
+{
+    if (s == NULL || (n && items == NULL))
+        return SEEN_ERR_ARG;
+    if (s->policy.ids != SEEN_IDS_INT)
+        return SEEN_ERR_IDS;
+    if (n > SEEN_MAX_BATCH)
+        return SEEN_ERR_BATCH;
+    uint64_t small[16] = {0};
+    uint64_t *keys = n <= 16 ? small : seen__malloc(n * sizeof *keys);
+    if (keys == NULL)
+        return SEEN_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = seen__int_key(s, items[i]);
+    seen_err err = add_keys(s, keys, n, at, now, added);
+    if (keys != small)
+        seen__free(keys);
+    return err;
+}
+
+/* Remove sorted keys from run r without rebuilding it (seen__run_without),
+ * and charge what went to the segments; *applies false: rebuild instead. */
+static seen_err run_remove_in_place(next_state *ns, const seen__run *r, const seen__divider *d,
+                                    const uint64_t *keys, size_t u, seen__run *out, bool *applies)
+{
+    uint64_t *vals = seen__malloc((u ? u : 1) * sizeof *vals);
+    uint64_t *per_tag = seen__calloc(r->nsegs, sizeof *per_tag);
+    if (vals == NULL || per_tag == NULL) {
+        seen__free(vals);
+        seen__free(per_tag);
+        return SEEN_ERR_NOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < u; i++) {
+        uint64_t v = seen__div(d, keys[i]);
+        if (k == 0 || vals[k - 1] != v)
+            vals[k++] = v;
+    }
+    size_t gone;
+    seen_err err = seen__run_without(out, r, vals, k, per_tag, &gone, applies);
+    if (err == SEEN_OK && *applies && gone == 0)
+        *applies = false; /* nothing matched after all: let the rebuild decide */
+    if (err == SEEN_OK && *applies) {
+        const uint32_t *ids = seen__run_segs(r);
+        for (uint32_t t = 0; t < r->nsegs; t++) {
+            int32_t at = seg_find(ns->segs, ns->nsegs, ids[t]);
+            if (at < 0 || per_tag[t] == 0)
+                continue;
+            seen__segment *g = &ns->segs[at];
+            g->phys -= per_tag[t];
+            if (g->shadow > g->phys)
+                g->shadow = g->phys;
+        }
+    }
+    seen__free(vals);
+    seen__free(per_tag);
+    return err;
+}
+
+static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, size_t *removed)
+{
+    seen_err err = check_time(now);
+    if (err != SEEN_OK)
+        return err;
+    if (removed)
+        *removed = 0;
+    next_state ns;
+    if ((err = seen__next_begin(s, &ns, now, 0)) != SEEN_OK)
+        return err;
+    seen__kv *kv = seen__malloc((n ? n : 1) * sizeof *kv);
+    int32_t *rank = seen__malloc((n ? n : 1) * sizeof *rank);
+    runlist *rl = seen__calloc(1, sizeof *rl);
+    if (kv == NULL || rank == NULL || rl == NULL) {
+        err = SEEN_ERR_NOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        kv[i] = (seen__kv){keys[i], (uint32_t)i};
+    if ((err = seen__sort_kv(kv, n)) != SEEN_OK)
+        goto out;
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (u == 0 || kv[u - 1].key != kv[i].key)
+            kv[u++] = kv[i];
+    for (size_t i = 0; i < u; i++)
+        keys[i] = kv[i].key; /* sorted, distinct */
+    if ((err = seen__locate(s, kv, u, ns.clock, rank)) != SEEN_OK)
+        goto out;
+    size_t gone = 0;
+    for (size_t i = 0; i < u; i++)
+        gone += rank[i] >= 0;
+    /* Copies other than an item's newest were shadows: as they go, so does
+     * their shadow mark.  (The table is unchanged so far: ranks index both
+     * s->segs and ns.segs.) */
+    for (uint32_t h = 0; h < ns.hn; h++) {
+        size_t lo = 0, hi = u;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (keys[mid] < ns.hkeys[h])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == u || keys[lo] != ns.hkeys[h])
+            continue;
+        int32_t k = seg_find(ns.segs, ns.nsegs, ns.hsegs[h]);
+        if (k >= 0 && k != rank[lo] && ns.segs[k].shadow > 0)
+            ns.segs[k].shadow--;
+    }
+    for (uint32_t i = 0; i < s->nruns; i++) {
+        const seen__run *r = &s->runs[i];
+        seen__divider d;
+        seen__divider_init(&d, r->c);
+        seen__cursor cur;
+        seen__cursor_init(&cur, r);
+        const uint32_t *ids = seen__run_segs(r);
+        for (size_t k = 0; k < u; k++) {
+            int t = seen__cursor_find(&cur, seen__div(&d, keys[k]));
+            if (t < 0)
+                continue;
+            int32_t at = seg_find(ns.segs, ns.nsegs, ids[t]);
+            if (at >= 0 && at != rank[k] && ns.segs[at].shadow > 0)
+                ns.segs[at].shadow--;
+        }
+    }
+    /* Physically remove every copy: head entries and run values. */
+    {
+        uint32_t w = 0, gone_from_head = 0;
+        for (uint32_t h = 0; h < ns.hn; h++)
+            gone_from_head += in_sorted(keys, u, ns.hkeys[h]);
+        if (gone_from_head) {
+            uint64_t *nk;
+            uint32_t *ng;
+            uint32_t cap = seen__head_cap_for(ns.hn - gone_from_head);
+            if (!seen__head_alloc(&nk, &ng, cap)) {
+                err = SEEN_ERR_NOMEM;
+                goto out;
+            }
+            for (uint32_t h = 0; h < ns.hn; h++) {
+                if (!in_sorted(keys, u, ns.hkeys[h])) {
+                    nk[w] = ns.hkeys[h];
+                    ng[w] = ns.hsegs[h];
+                    w++;
+                } else {
+                    int32_t k = seg_find(ns.segs, ns.nsegs, ns.hsegs[h]);
+                    if (k >= 0) {
+                        ns.segs[k].phys--;
+                        if (ns.segs[k].shadow > ns.segs[k].phys)
+                            ns.segs[k].shadow = ns.segs[k].phys;
+                    }
+                }
+            }
+            ns.hkeys = nk;
+            ns.hsegs = ng;
+            ns.hn = w;
+            ns.hcap = cap;
+            ns.head_fresh = true;
+        }
+    }
+    if (s->nruns)
+        memcpy(rl->r, s->runs, s->nruns * sizeof *s->runs);
+    rl->n = s->nruns;
+    bool runs_changed = false;
+    for (uint32_t i = 0; i < rl->n; i++) {
+        seen__run *r = &rl->r[i];
+        seen__divider d;
+        seen__divider_init(&d, r->c);
+        seen__cursor cur;
+        seen__cursor_init(&cur, r);
+        bool hit = false;
+        for (size_t k = 0; k < u && !hit; k++)
+            hit = seen__cursor_find(&cur, seen__div(&d, keys[k])) >= 0;
+        if (!hit)
+            continue;
+        seen__run nr;
+        bool empty;
+        if (!seen__run_has_dead(s, &ns, r)) {
+            /* In place: copy the buckets no removed value is in. */
+            bool applies;
+            if ((err = run_remove_in_place(&ns, r, &d, keys, u, &nr, &applies)) != SEEN_OK)
+                goto out;
+            if (applies) {
+                seen__runlist_replace(rl, i, i + 1, &nr, false);
+                runs_changed = true;
+                continue;
+            }
+        }
+        const seen__run *in[1] = {r};
+        err = seen__merge_build(s, &ns, in, 1, HEAD_NONE, r->c, keys, u, &nr, &empty);
+        if (err != SEEN_OK)
+            goto out;
+        seen__runlist_replace(rl, i, i + 1, &nr, empty);
+        if (empty)
+            i--;
+        runs_changed = true;
+    }
+    if (runs_changed) {
+        ns.nruns = rl->n;
+        ns.runs = seen__malloc((rl->n ? rl->n : 1) * sizeof *ns.runs);
+        if (ns.runs == NULL) {
+            err = SEEN_ERR_NOMEM;
+            goto out;
+        }
+        memcpy(ns.runs, rl->r, rl->n * sizeof *rl->r);
+        rl->n = 0; /* now owned by ns */
+    }
+    if (ns.runs == NULL) {
+        err = seen__finish_write(s, &ns, false);
+    } else {
+        /* Runs already rebuilt: skip the flush, just commit. */
+        seen__next_expire(s, &ns);
+        seen__update_hwm(s, &ns);
+        seen__next_drop_unreferenced(s, &ns);
+        seen__commit_next(s, &ns);
+    }
+    if (err == SEEN_OK && removed)
+        *removed = gone;
+out:
+    if (err != SEEN_OK) {
+        if (rl)
+            seen__runlist_release_created(rl);
+        seen__next_discard(s, &ns);
+    }
+    seen__free(rl);
+    seen__free(kv);
+    seen__free(rank);
+    return err;
+}
+
+seen_err seen_remove_str(seen_set *s, const seen_str *items, size_t n, int64_t now, size_t *removed)
+{
+    if (s == NULL)
+        return SEEN_ERR_ARG;
+    if (s->policy.ids != SEEN_IDS_STR)
+        return SEEN_ERR_IDS;
+    seen_err err = seen__check_strs(items, n);
+    if (err != SEEN_OK)
+        return err;
+    uint64_t *keys = seen__malloc((n ? n : 1) * sizeof *keys);
+    if (keys == NULL)
+        return SEEN_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = seen__hash_str(items[i].ptr, items[i].len);
+    err = remove_keys(s, keys, n, now, removed);
+    seen__free(keys);
+    return err;
+}
+
+seen_err seen_remove_int(seen_set *s, const uint64_t *items, size_t n, int64_t now, size_t *removed)
+{
+    if (s == NULL || (n && items == NULL))
+        return SEEN_ERR_ARG;
+    if (s->policy.ids != SEEN_IDS_INT)
+        return SEEN_ERR_IDS;
+    if (n > SEEN_MAX_BATCH)
+        return SEEN_ERR_BATCH;
+    uint64_t *keys = seen__malloc((n ? n : 1) * sizeof *keys);
+    if (keys == NULL)
+        return SEEN_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = seen__int_key(s, items[i]);
+    seen_err err = remove_keys(s, keys, n, now, removed);
+    seen__free(keys);
+    return err;
+}
+
+seen_err seen_expire(seen_set *s, int64_t now)
+{
+    if (s == NULL)
+        return SEEN_ERR_ARG;
+    seen_err err = check_time(now);
+    if (err != SEEN_OK)
+        return err;
+    next_state ns;
+    if ((err = seen__next_begin(s, &ns, now, 0)) != SEEN_OK)
+        return err;
+    err = seen__finish_write(s, &ns, false);
+    if (err != SEEN_OK)
+        seen__next_discard(s, &ns);
+    return err;
+}
