@@ -1,0 +1,175 @@
+/*
+ * run_layout.h — where things are in a run (run.c describes the layout):
+ * sizes and offsets of its parts, canonical bucket counts and widths, bucket
+ * starts from the index, tag packing, and decoding one Golomb code.  Shared
+ * by the writer (run.c) and the readers (run_read.c); private to the core.
+ */
+#ifndef SEEN_RUN_LAYOUT_H
+#define SEEN_RUN_LAYOUT_H
+
+#include "internal.h"
+
+static inline uint64_t golomb_get_slow(const uint8_t *buf, uint64_t *pos, const seen__golomb *g)
+{
+    uint64_t q = 0;
+    uint64_t w = seen__peek(buf, *pos);
+    while (w == 0) {
+        unsigned valid = 64 - (unsigned)(*pos & 7);
+        q += valid;
+        *pos += valid;
+        w = seen__peek(buf, *pos);
+    }
+    unsigned z = (unsigned)__builtin_ctzll(w);
+    q += z;
+    *pos += z + 1;
+    if (g->b == 0)
+        return q;
+    uint64_t y = seen__read_bits(buf, *pos, g->b - 1);
+    if (y < g->short_n) {
+        *pos += g->b - 1;
+        return q * g->m + y;
+    }
+    uint64_t bit = seen__read_bits(buf, *pos + g->b - 1, 1);
+    *pos += g->b;
+    return q * g->m + ((y << 1) | bit) - g->short_n;
+}
+
+/* Decode one gap from trusted data: one 64-bit load in the common case. */
+static inline uint64_t golomb_get(const uint8_t *buf, uint64_t *pos, const seen__golomb *g)
+{
+    uint64_t w = seen__peek(buf, *pos);
+    unsigned valid = 64 - (unsigned)(*pos & 7);
+    if (__builtin_expect(w != 0, 1)) {
+        unsigned z = (unsigned)__builtin_ctzll(w);
+        if (__builtin_expect(z + 1 + g->b <= valid, 1)) {
+            if (g->b == 0) {
+                *pos += z + 1;
+                return z;
+            }
+            w >>= z + 1;
+            uint64_t y = w & g->lowmask;
+            unsigned is_long = y >= g->short_n;
+            uint64_t r_long = ((y << 1) | ((w >> (g->b - 1)) & 1)) - g->short_n;
+            uint64_t r = is_long ? r_long : y;
+            *pos += z + g->b + is_long;
+            return z * g->m + r;
+        }
+    }
+    return golomb_get_slow(buf, pos, g);
+}
+
+/* How many base-k digits fit in a 64-bit word, and k to that power. */
+static inline uint32_t tags_per_word(uint32_t k, uint64_t *full)
+{
+    uint64_t p = 1;
+    uint32_t g = 0;
+    while (p <= UINT64_MAX / k) {
+        p *= k;
+        g++;
+    }
+    if (full)
+        *full = p;
+    return g;
+}
+
+static inline uint64_t ipow(uint64_t k, uint32_t e)
+{
+    uint64_t r = 1;
+    while (e) {
+        if (e & 1)
+            r *= k;
+        k *= k;
+        e >>= 1;
+    }
+    return r;
+}
+
+static inline uint32_t canonical_nbuckets(uint64_t n, bool fine)
+{
+    /* Large runs are where lookups spend their time (a point lookup decodes
+     * half a bucket), and their index is a small share of what they hold.
+     * Fine buckets serve the run every single add probes and rewrites. */
+    uint64_t per = fine                  ? SEEN_BUCKET_ITEMS / 4
+                   : n >= SEEN_LARGE_RUN ? SEEN_BUCKET_ITEMS / 2
+                                         : SEEN_BUCKET_ITEMS;
+    uint64_t nb = n / per;
+    return nb < 2 ? 1 : (uint32_t)nb;
+}
+
+static inline uint64_t canonical_bucket_w(uint32_t nbuckets, uint64_t span)
+{
+    if (nbuckets <= 1)
+        return 0;
+    return (uint64_t)(((unsigned __int128)span + nbuckets) / nbuckets);
+}
+
+static inline uint64_t tag_words(const seen__run *r)
+{
+    if (r->nsegs <= 1)
+        return 0;
+    uint32_t g = tags_per_word(r->nsegs, NULL);
+    return ((uint64_t)r->n + g - 1) / g;
+}
+
+static inline size_t codes_offset(const seen__run *r)
+{
+    return (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r) + seen__run_tag_bytes(r);
+}
+
+static inline uint64_t slope(uint64_t total, uint32_t nbuckets)
+{
+    /* floor(total * 2^32 / nbuckets) with two 64-bit divisions (a 128-bit
+     * one is a slow library call): the quotient per bucket is < 2^32. */
+    uint64_t q = total / nbuckets, r = total % nbuckets;
+    return (q << 32) + (r << 32) / nbuckets;
+}
+
+static inline uint64_t on_line(uint64_t slope32, uint32_t j)
+{
+    return (uint64_t)(((unsigned __int128)j * slope32) >> 32);
+}
+
+/* Start bit and first item of bucket j (j may be nbuckets). */
+static inline void bucket_start(const seen__run *r, uint64_t sl_bits, uint64_t sl_items, uint32_t j,
+                                uint64_t *bit, uint64_t *item)
+{
+    if (j == 0) {
+        *bit = 0;
+        *item = 0;
+        return;
+    }
+    if (j >= r->nbuckets) {
+        *bit = r->code_bits;
+        *item = r->n;
+        return;
+    }
+    const uint8_t *idx = r->mem + (size_t)r->nsegs * sizeof(uint32_t);
+    unsigned wsum = r->w_bits + r->w_items;
+    uint64_t at = (uint64_t)(j - 1) * wsum;
+    uint64_t fb = seen__read_bits(idx, at, r->w_bits);
+    uint64_t fi = seen__read_bits(idx, at + r->w_bits, r->w_items);
+    *bit = (uint64_t)((int64_t)on_line(sl_bits, j) + r->idx_min_bits + (int64_t)fb);
+    *item = (uint64_t)((int64_t)on_line(sl_items, j) + r->idx_min_items + (int64_t)fi);
+}
+
+/* Where the codes of the bucket starting at bit pos are: in r->mem, or in
+ * the tail, whose byte 0 holds code bit *org. */
+static inline const uint8_t *bucket_codes(const seen__run *r, uint64_t pos, uint64_t *org)
+{
+    if (r->tail != NULL && pos >= r->tail_bit) {
+        *org = r->tail_bit & ~(uint64_t)7;
+        return r->tail;
+    }
+    *org = 0;
+    return r->mem + codes_offset(r);
+}
+
+static inline size_t code_bytes(const seen__run *r)
+{
+    return (size_t)((r->code_bits + 7) / 8);
+}
+
+/* The tag of every value of a valid run into tags[0..n). */
+void seen__run_decode_tags(const seen__run *r, uint16_t *tags);
+
+#endif /* SEEN_RUN_LAYOUT_H */

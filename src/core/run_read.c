@@ -1,0 +1,694 @@
+/*
+ * run_read.c — reading runs: the bit reader and Golomb decoding, whole-run
+ * decoding, validation of untrusted runs, and the lookups (cursor walks for
+ * sorted batches, lockstep probes for single items).  The layout they read
+ * is described at the top of run.c.
+ */
+#include "run_layout.h"
+
+/*
+ * A bit reader holding 56-63 bits in a register.  Refills are branch-free:
+ * OR in the next 8 bytes above the bits held, then advance by the whole
+ * bytes that became valid (the invariant is ptr*8 == position + avail).
+ * Decoding then works on the register; loads leave the critical path.
+ */
+typedef struct reader {
+    const uint8_t *ptr;
+    uint64_t buf;
+    unsigned avail;
+} reader;
+
+static inline void reader_refill(reader *rd)
+{
+    rd->buf |= seen__load64le(rd->ptr) << rd->avail;
+    rd->ptr += (63 - rd->avail) >> 3;
+    rd->avail |= 56;
+}
+
+static inline void reader_init(reader *rd, const uint8_t *buf, uint64_t pos)
+{
+    rd->ptr = buf + (pos >> 3);
+    rd->buf = 0;
+    rd->avail = 0;
+    reader_refill(rd);
+    rd->buf >>= pos & 7;
+    rd->avail -= (unsigned)(pos & 7);
+}
+
+/* What the slow path returns: the reader's new state travels by value, so
+ * the caller's reader never has its address taken and stays in registers. */
+typedef struct slow_result {
+    reader rd;
+    uint64_t gap;
+    unsigned used;
+} slow_result;
+
+/* k <= 56 bits, refilling first. */
+static inline uint64_t reader_take(reader *rd, unsigned k)
+{
+    if (rd->avail < k)
+        reader_refill(rd);
+    uint64_t v = rd->buf & ((UINT64_C(1) << k) - 1);
+    rd->buf >>= k;
+    rd->avail -= k;
+    return v;
+}
+
+/* The case of reader_golomb where a code is longer than the bits held: a
+ * long unary part, or the ~50-bit remainders of exact 64-bit keys (every
+ * lookup in an exact set of thousands of items comes here). */
+static __attribute__((noinline)) slow_result reader_golomb_slow(reader rd, const seen__golomb *g)
+{
+    uint64_t q = 0;
+    unsigned total = 0;
+    for (;;) {
+        reader_refill(&rd);
+        uint64_t w = rd.buf & ((UINT64_C(1) << rd.avail) - 1);
+        if (w == 0) {
+            q += rd.avail;
+            total += rd.avail;
+            rd.buf >>= rd.avail;
+            rd.avail = 0;
+            continue;
+        }
+        unsigned z = (unsigned)__builtin_ctzll(w);
+        q += z;
+        total += z + 1;
+        rd.buf >>= z + 1;
+        rd.avail -= z + 1;
+        break;
+    }
+    uint64_t rem = 0;
+    if (g->b > 0) {
+        unsigned k = g->b - 1;
+        uint64_t y = k <= 56 ? reader_take(&rd, k) : reader_take(&rd, 32);
+        if (k > 56)
+            y |= reader_take(&rd, k - 32) << 32;
+        total += k;
+        if (y < g->short_n) {
+            rem = y;
+        } else {
+            total += 1;
+            rem = ((y << 1) | reader_take(&rd, 1)) - g->short_n;
+        }
+    }
+    return (slow_result){rd, q * g->m + rem, total};
+}
+
+/* Gap from trusted data; *used gets the bits consumed. */
+static inline __attribute__((always_inline)) uint64_t
+reader_golomb(reader *rd, const seen__golomb *g, unsigned *used)
+{
+    reader_refill(rd);
+    uint64_t b = rd->buf;
+    unsigned z = (unsigned)__builtin_ctzll(b | (UINT64_C(1) << 63));
+    if (__builtin_expect(z + 1 + g->b <= rd->avail, 1)) {
+        if (g->b == 0) {
+            rd->buf = b >> (z + 1);
+            rd->avail -= z + 1;
+            *used = z + 1;
+            return z;
+        }
+        /* Short or long remainder: about half and half, so select with a
+         * mask, not a branch (a mispredicted branch costs more than both
+         * paths). */
+        uint64_t w = b >> (z + 1);
+        uint64_t y = w & g->lowmask;
+        uint64_t is_long = y >= g->short_n;
+        uint64_t mask = 0 - is_long;
+        uint64_t r_long = ((y << 1) | ((w >> (g->b - 1)) & 1)) - g->short_n;
+        uint64_t r = (r_long & mask) | (y & ~mask);
+        unsigned n = z + g->b + (unsigned)is_long;
+        rd->buf = b >> n; /* n <= 56 < 64 */
+        rd->avail -= n;
+        *used = n;
+        return (uint64_t)z * g->m + r;
+    }
+    slow_result sr = reader_golomb_slow(*rd, g);
+    *rd = sr.rd;
+    *used = sr.used;
+    return sr.gap;
+}
+
+/* Decode one gap from untrusted data ending at bit `end`; false if the code
+ * runs past the end or overflows. */
+static bool golomb_get_checked(const uint8_t *buf, uint64_t *pos, uint64_t end,
+                               const seen__golomb *g, uint64_t *gap)
+{
+    uint64_t q = 0;
+    for (;;) {
+        if (*pos >= end)
+            return false;
+        uint64_t w = seen__peek(buf, *pos);
+        unsigned valid = 64 - (unsigned)(*pos & 7);
+        if (w != 0) {
+            unsigned z = (unsigned)__builtin_ctzll(w);
+            if (*pos + z >= end)
+                return false;
+            q += z;
+            *pos += z + 1;
+            break;
+        }
+        q += valid;
+        *pos += valid;
+    }
+    if (g->b == 0) {
+        *gap = q;
+        return true;
+    }
+    if (q > UINT64_MAX / g->m)
+        return false;
+    if (*pos + (g->b - 1) > end)
+        return false;
+    uint64_t y = seen__read_bits(buf, *pos, g->b - 1);
+    uint64_t r;
+    if (y < g->short_n) {
+        *pos += g->b - 1;
+        r = y;
+    } else {
+        if (*pos + g->b > end)
+            return false;
+        uint64_t bit = seen__read_bits(buf, *pos + g->b - 1, 1);
+        *pos += g->b;
+        r = ((y << 1) | bit) - g->short_n;
+        if (r >= g->m)
+            return false;
+    }
+    uint64_t base = q * g->m;
+    if (r > UINT64_MAX - base)
+        return false;
+    *gap = base + r;
+    return true;
+}
+
+void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags)
+{
+    seen__golomb g;
+    seen__golomb_init(&g, r->golomb_m);
+    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
+    size_t k = 0;
+    uint64_t pos, end, it;
+    bucket_start(r, sl_bits, sl_items, 0, &pos, &it);
+    for (uint32_t j = 0; j < r->nbuckets; j++) {
+        bucket_start(r, sl_bits, sl_items, j + 1, &end, &it);
+        if (pos == end)
+            continue;
+        reader rd;
+        uint64_t org;
+        const uint8_t *codes = bucket_codes(r, pos, &org);
+        reader_init(&rd, codes, pos - org);
+        unsigned used = 0;
+        uint64_t left = end - pos;
+        uint64_t v = r->base + (uint64_t)j * r->bucket_w + reader_golomb(&rd, &g, &used);
+        left -= used;
+        vals[k++] = v;
+        while (left > 0) {
+            v = v + 1 + reader_golomb(&rd, &g, &used);
+            left -= used;
+            vals[k++] = v;
+        }
+        pos = end;
+    }
+    seen__run_decode_tags(r, tags);
+}
+
+void seen__run_decode_tags(const seen__run *r, uint16_t *tags)
+{
+    if (r->nsegs <= 1) {
+        memset(tags, 0, (size_t)r->n * sizeof *tags);
+        return;
+    }
+    seen__divider kd;
+    seen__divider_init(&kd, r->nsegs);
+    const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+    uint32_t per = tags_per_word(r->nsegs, NULL);
+    for (size_t i = 0; i < r->n; i += per) {
+        uint64_t word = seen__load64le(tw + (i / per) * 8);
+        size_t end_i = i + per < r->n ? i + per : r->n;
+        for (size_t t = i; t < end_i; t++) {
+            uint64_t q = seen__div(&kd, word);
+            tags[t] = (uint16_t)(word - q * r->nsegs);
+            word = q;
+        }
+    }
+}
+
+seen_err seen__run_validate(const seen__run *r)
+{
+    if (r->n == 0 || r->nsegs == 0 || r->nsegs > SEEN_MAX_SEGMENTS || r->mem == NULL)
+        return CORRUPT;
+    if (r->span > UINT64_MAX - r->base || (uint64_t)r->n - 1 > r->span)
+        return CORRUPT;
+    /* Any Golomb parameter decodes; the writer's choice is canonical, but
+     * sets written with another (older) choice of it still load. */
+    if (r->golomb_m == 0 || r->golomb_m > SEEN_MAX_GOLOMB_M ||
+        (r->nbuckets != canonical_nbuckets(r->n, false) &&
+         r->nbuckets != canonical_nbuckets(r->n, true)) ||
+        r->bucket_w != canonical_bucket_w(r->nbuckets, r->span) || r->w_bits > 62 ||
+        r->w_items > 40 ||
+        (r->nbuckets == 1 && (r->w_bits | r->w_items | r->idx_min_bits | r->idx_min_items)))
+        return CORRUPT;
+    const int64_t lim = INT64_C(1) << 61;
+    if (r->idx_min_bits < -lim || r->idx_min_bits > lim || r->idx_min_items < -lim ||
+        r->idx_min_items > lim)
+        return CORRUPT;
+    /* Each value needs at least one bit of code. */
+    if (r->code_bits < (uint64_t)r->n || r->code_bits > (UINT64_C(1) << 58))
+        return CORRUPT;
+
+    /* Tags: every word a valid base-k number, nothing past the last item. */
+    if (r->nsegs > 1) {
+        const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+        uint64_t full;
+        uint32_t per = tags_per_word(r->nsegs, &full);
+        uint64_t words = tag_words(r);
+        for (uint64_t wi = 0; wi < words; wi++) {
+            uint64_t word = seen__load64le(tw + wi * 8);
+            uint64_t digits = (uint64_t)r->n - wi * per;
+            uint64_t limit = digits >= per ? full : ipow(r->nsegs, (uint32_t)digits);
+            if (word >= limit)
+                return CORRUPT;
+        }
+    }
+
+    /* Bucket starts: checked arithmetic, as the index is untrusted. */
+    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
+    const uint8_t *idx = r->mem + (size_t)r->nsegs * sizeof(uint32_t);
+    unsigned wsum = r->w_bits + r->w_items;
+    uint64_t prev_bit = 0, prev_item = 0;
+    for (uint32_t j = 1; j <= r->nbuckets; j++) {
+        uint64_t b, it;
+        if (j == r->nbuckets) {
+            b = r->code_bits;
+            it = r->n;
+        } else {
+            uint64_t at = (uint64_t)(j - 1) * wsum;
+            int64_t ob = (int64_t)on_line(sl_bits, j) + r->idx_min_bits +
+                         (int64_t)seen__read_bits(idx, at, r->w_bits);
+            int64_t oi = (int64_t)on_line(sl_items, j) + r->idx_min_items +
+                         (int64_t)seen__read_bits(idx, at + r->w_bits, r->w_items);
+            if (ob < 0 || oi < 0)
+                return CORRUPT;
+            b = (uint64_t)ob;
+            it = (uint64_t)oi;
+        }
+        if (b < prev_bit || b > r->code_bits || it < prev_item || it > r->n)
+            return CORRUPT;
+        prev_bit = b;
+        prev_item = it;
+    }
+
+    seen__golomb g;
+    seen__golomb_init(&g, r->golomb_m);
+    uint64_t count = 0, last = 0;
+    bool any = false;
+    for (uint32_t j = 0; j < r->nbuckets; j++) {
+        uint64_t pos, end, it0, it1;
+        bucket_start(r, sl_bits, sl_items, j, &pos, &it0);
+        bucket_start(r, sl_bits, sl_items, j + 1, &end, &it1);
+        uint64_t lo = r->base + (uint64_t)j * r->bucket_w; /* <= base+span: checked below */
+        if (j > 0 && (r->bucket_w == 0 || (uint64_t)j > r->span / r->bucket_w) && pos != end)
+            return CORRUPT;
+        bool first = true;
+        uint64_t v = 0, in_bucket = 0, org = 0;
+        const uint8_t *codes = pos < end ? bucket_codes(r, pos, &org) : NULL;
+        pos -= org;
+        end -= org;
+        while (pos < end) {
+            uint64_t gap;
+            if (!golomb_get_checked(codes, &pos, end, &g, &gap))
+                return CORRUPT;
+            if (first) {
+                if (gap > UINT64_MAX - lo)
+                    return CORRUPT;
+                v = lo + gap;
+            } else {
+                if (v == UINT64_MAX || gap > UINT64_MAX - v - 1)
+                    return CORRUPT;
+                v = v + 1 + gap;
+            }
+            if (v - r->base > r->span)
+                return CORRUPT;
+            if (r->nbuckets > 1 && (v - r->base) / r->bucket_w != j)
+                return CORRUPT;
+            if ((any && v <= last) || (!any && v != r->base))
+                return CORRUPT;
+            last = v;
+            any = true;
+            first = false;
+            in_bucket++;
+            if (++count > r->n)
+                return CORRUPT;
+        }
+        if (pos != end || in_bucket != it1 - it0)
+            return CORRUPT;
+    }
+    if (count != r->n || last != r->base + r->span)
+        return CORRUPT;
+    return SEEN_OK;
+}
+
+/* The tag of the run's item number `item`; per = tags_per_word(nsegs). */
+static int tag_at(const seen__run *r, uint32_t per, uint64_t item)
+{
+    if (r->nsegs <= 1)
+        return 0;
+    uint64_t wi = item / per;
+    const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+    uint64_t word = seen__load64le(tw + wi * 8) / ipow(r->nsegs, (uint32_t)(item - wi * per));
+    return (int)(word % r->nsegs);
+}
+
+void seen__cursor_init(seen__cursor *cur, const seen__run *r)
+{
+    memset(cur, 0, sizeof *cur);
+    cur->r = r;
+    seen__golomb_init(&cur->g, r->golomb_m);
+    seen__divider_init(&cur->bucket_div, r->bucket_w);
+    seen__divider_init(&cur->tag_div, r->nsegs);
+    cur->codes = r->mem + codes_offset(r);
+    cur->line_bits = slope(r->code_bits, r->nbuckets);
+    cur->line_items = slope(r->n, r->nbuckets);
+    cur->tags_per_word = r->nsegs > 1 ? tags_per_word(r->nsegs, NULL) : 0;
+    cur->nbuf2 = UINT32_MAX;
+}
+
+void seen__cursor_expect(seen__cursor *cur, size_t n)
+{
+    /* More candidates than buckets: nearly every bucket will be visited. */
+    cur->pairs = n >= cur->r->nbuckets;
+}
+
+/* Where bucket j's codes are and how many items it holds. */
+static void bucket_range(const seen__cursor *cur, uint32_t j, uint64_t *pos, uint64_t *first,
+                         uint64_t *count)
+{
+    uint64_t end, next;
+    bucket_start(cur->r, cur->line_bits, cur->line_items, j, pos, first);
+    bucket_start(cur->r, cur->line_bits, cur->line_items, j + 1, &end, &next);
+    *count = next - *first;
+}
+
+/* Decode bucket j whole into cur->buf (and, walking densely, bucket j+1
+ * into cur->buf2 in the same loop: two independent decode chains, ~8%
+ * faster batch queries); false if bucket j has too many items (skewed
+ * exact keys): then the incremental path is used. */
+static bool cursor_fill(seen__cursor *cur, uint32_t j)
+{
+    const seen__run *r = cur->r;
+    if (cur->nbuf2 != UINT32_MAX && cur->next_bucket == j) {
+        /* Decoded with the previous bucket. */
+        memcpy(cur->buf, cur->buf2, (size_t)cur->nbuf2 * sizeof *cur->buf);
+        cur->nbuf = cur->nbuf2;
+        cur->buf_first = cur->buf2_first;
+        cur->ibuf = 0;
+        cur->nbuf2 = UINT32_MAX;
+        return true;
+    }
+    cur->nbuf2 = UINT32_MAX;
+    uint64_t pa, fa, na, pb = 0, fb = 0, nb = 0;
+    bucket_range(cur, j, &pa, &fa, &na);
+    if (na > SEEN_CURSOR_BUF)
+        return false;
+    bool two = cur->pairs && j + 1 < r->nbuckets;
+    if (two) {
+        bucket_range(cur, j + 1, &pb, &fb, &nb);
+        two = nb > 0 && nb <= SEEN_CURSOR_BUF;
+    }
+    cur->nbuf = (uint32_t)na;
+    cur->ibuf = 0;
+    cur->buf_first = fa;
+    const seen__golomb g = cur->g;
+    reader ra, rb;
+    unsigned used;
+    uint64_t xa = 0, xb, k = 0;
+    uint64_t org;
+    if (na) {
+        const uint8_t *codes = bucket_codes(r, pa, &org);
+        reader_init(&ra, codes, pa - org);
+        xa = r->base + (uint64_t)j * r->bucket_w + reader_golomb(&ra, &g, &used);
+        cur->buf[0] = xa;
+        k = 1;
+    }
+    if (two) {
+        const uint8_t *codes = bucket_codes(r, pb, &org);
+        reader_init(&rb, codes, pb - org);
+        xb = r->base + (uint64_t)(j + 1) * r->bucket_w + reader_golomb(&rb, &g, &used);
+        cur->buf2[0] = xb;
+        uint64_t i = 1;
+        for (; i < nb && k < na; i++, k++) {
+            xa = xa + 1 + reader_golomb(&ra, &g, &used);
+            xb = xb + 1 + reader_golomb(&rb, &g, &used);
+            cur->buf[k] = xa;
+            cur->buf2[i] = xb;
+        }
+        for (; i < nb; i++) {
+            xb = xb + 1 + reader_golomb(&rb, &g, &used);
+            cur->buf2[i] = xb;
+        }
+        cur->nbuf2 = (uint32_t)nb;
+        cur->buf2_first = fb;
+        cur->next_bucket = j + 1;
+    }
+    for (; k < na; k++) {
+        xa = xa + 1 + reader_golomb(&ra, &g, &used);
+        cur->buf[k] = xa;
+    }
+    return true;
+}
+
+int seen__cursor_find(seen__cursor *cur, uint64_t v)
+{
+    const seen__run *r = cur->r;
+    if (v < r->base || v - r->base > r->span)
+        return -1;
+    uint32_t j = r->nbuckets > 1 ? (uint32_t)seen__div(&cur->bucket_div, v - r->base) : 0;
+    if (cur->started && j == cur->bucket && cur->nbuf != UINT32_MAX) {
+        uint32_t k = cur->ibuf;
+        while (k < cur->nbuf && cur->buf[k] < v)
+            k++;
+        cur->ibuf = k;
+        if (k == cur->nbuf || cur->buf[k] != v)
+            return -1;
+        cur->item = cur->buf_first + k;
+        return tag_at(r, cur->tags_per_word, cur->item);
+    }
+    if (!cur->started || j != cur->bucket) {
+        if (!cur->stepwise && cursor_fill(cur, j)) {
+            cur->started = true;
+            cur->bucket = j;
+            return seen__cursor_find(cur, v);
+        }
+        cur->nbuf = UINT32_MAX; /* this bucket goes incrementally */
+        cur->started = true;
+        cur->bucket = j;
+        uint64_t first_item, dummy;
+        bucket_start(r, cur->line_bits, cur->line_items, j, &cur->pos, &first_item);
+        bucket_start(r, cur->line_bits, cur->line_items, j + 1, &cur->end, &dummy);
+        cur->have_cur = false;
+        if (cur->pos == cur->end)
+            return -1;
+        uint64_t org;
+        cur->codes = bucket_codes(r, cur->pos, &org);
+        cur->pos -= org; /* positions from here on are within cur->codes */
+        cur->end -= org;
+        cur->cur = r->base + (uint64_t)j * r->bucket_w + golomb_get(cur->codes, &cur->pos, &cur->g);
+        cur->item = first_item;
+        cur->have_cur = true;
+    }
+    if (!cur->have_cur)
+        return -1;
+    /* The hot loop keeps its state in locals (not through cur). */
+    uint64_t x = cur->cur, pos = cur->pos, item = cur->item;
+    if (x < v) {
+        if (pos >= cur->end) {
+            cur->have_cur = false;
+            return -1;
+        }
+        const seen__golomb g = cur->g;
+        reader rd;
+        reader_init(&rd, cur->codes, pos);
+        uint64_t left = cur->end - pos;
+        unsigned used = 0;
+        do {
+            if (left == 0) {
+                cur->pos = cur->end;
+                cur->have_cur = false;
+                return -1;
+            }
+            x = x + 1 + reader_golomb(&rd, &g, &used);
+            left -= used;
+            item++;
+        } while (x < v);
+        pos = cur->end - left;
+    }
+    cur->cur = x;
+    cur->pos = pos;
+    cur->item = item;
+    return x == v ? tag_at(r, cur->tags_per_word, cur->item) : -1;
+}
+
+void seen__run_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
+{
+    /* A batch walk: for each bucket holding candidates, decode it whole
+     * and find each candidate in it, scanning forward from the previous
+     * one. */
+    seen__cursor cur;
+    seen__cursor_init(&cur, r);
+    seen__cursor_expect(&cur, n);
+    size_t i = 0;
+    while (i < n && vals[i] < r->base)
+        tags[i++] = -1;
+    const bool tagged = r->nsegs > 1;
+    while (i < n && vals[i] - r->base <= r->span) {
+        uint32_t j = r->nbuckets > 1 ? (uint32_t)seen__div(&cur.bucket_div, vals[i] - r->base) : 0;
+        /* The candidates of bucket j: offsets from base up to `last`. */
+        uint64_t last = r->span;
+        if (j + 1 < r->nbuckets) {
+            unsigned __int128 end = (unsigned __int128)(j + 1) * r->bucket_w;
+            if (end - 1 < last)
+                last = (uint64_t)(end - 1);
+        }
+        size_t e = i + 1;
+        while (e < n && vals[e] - r->base <= last)
+            e++;
+        uint64_t pos, first, count;
+        bucket_range(&cur, j, &pos, &first, &count);
+        /* A few candidates in a large bucket: decode only up to the last. */
+        cur.stepwise = (e - i) * SEEN_STEPWISE_RATIO < count;
+        if (cur.stepwise || !cursor_fill(&cur, j)) {
+            /* Also a bucket too large to decode whole (skewed exact keys). */
+            cur.started = false;
+            for (size_t c = i; c < e; c++)
+                tags[c] = seen__cursor_find(&cur, vals[c]);
+            cur.started = false;
+            i = e;
+            continue;
+        }
+        /* Past the values, sentinels no candidate is below: the scan needs
+         * no bounds check. */
+        uint64_t *buf = cur.buf;
+        const size_t nb = cur.nbuf;
+        for (size_t t = 0; t < SEEN_CURSOR_PAD; t++)
+            buf[nb + t] = UINT64_MAX;
+        size_t c = i, k = 0;
+        if (e - i >= nb) {
+            /* More candidates than values: most steps skip none. */
+            for (; c < e; c++) {
+                const uint64_t v = vals[c];
+                while (buf[k] < v)
+                    k++;
+                tags[c] = k < nb && buf[k] == v ? (int32_t)k : -1;
+            }
+        } else {
+            for (; c < e; c++) {
+                const uint64_t v = vals[c];
+                /* Skip eight values at a time, then count the values below
+                 * v among the next eight: no branch depends on where v
+                 * falls among them. */
+                while (buf[k + 7] < v)
+                    k += 8;
+                k += (size_t)(buf[k] < v) + (buf[k + 1] < v) + (buf[k + 2] < v) + (buf[k + 3] < v) +
+                     (buf[k + 4] < v) + (buf[k + 5] < v) + (buf[k + 6] < v) + (buf[k + 7] < v);
+                tags[c] = k < nb && buf[k] == v ? (int32_t)k : -1;
+            }
+        }
+        for (; c < e; c++)
+            tags[c] = -1;
+        if (tagged) {
+            for (c = i; c < e; c++)
+                if (tags[c] >= 0)
+                    tags[c] = tag_at(r, cur.tags_per_word, cur.buf_first + (uint64_t)tags[c]);
+        } else {
+            for (c = i; c < e; c++)
+                tags[c] = tags[c] >= 0 ? 0 : -1;
+        }
+        i = e;
+    }
+    while (i < n)
+        tags[i++] = -1;
+}
+
+/* Per-run state of seen__run_lookup_many. */
+typedef struct probe {
+    reader rd;
+    seen__golomb g;
+    uint64_t x, target, left, item;
+    const seen__run *r;
+    int result; /* tag, -1 absent, -2 still searching */
+} probe;
+
+static void probe_start(probe *p, const seen__run *r, uint64_t v)
+{
+    p->r = r;
+    p->result = -1;
+    if (v < r->base || v - r->base > r->span)
+        return;
+    /* One division: a reciprocal pays off only over many candidates. */
+    uint32_t j = r->nbuckets > 1 ? (uint32_t)((v - r->base) / r->bucket_w) : 0;
+    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
+    uint64_t pos, end, dummy;
+    bucket_start(r, sl_bits, sl_items, j, &pos, &p->item);
+    bucket_start(r, sl_bits, sl_items, j + 1, &end, &dummy);
+    if (pos == end)
+        return;
+    seen__golomb_init(&p->g, r->golomb_m);
+    uint64_t org;
+    const uint8_t *codes = bucket_codes(r, pos, &org);
+    reader_init(&p->rd, codes, pos - org);
+    unsigned used;
+    p->x = r->base + (uint64_t)j * r->bucket_w + reader_golomb(&p->rd, &p->g, &used);
+    p->left = end - pos - used;
+    p->target = v;
+    p->result = -2;
+}
+
+/* One decode step; false once the probe has its answer. */
+static inline __attribute__((always_inline)) bool probe_step(probe *p)
+{
+    if (p->x >= p->target) {
+        if (p->x != p->target)
+            p->result = -1;
+        else
+            p->result =
+                p->r->nsegs > 1 ? tag_at(p->r, tags_per_word(p->r->nsegs, NULL), p->item) : 0;
+        return false;
+    }
+    if (p->left == 0) {
+        p->result = -1;
+        return false;
+    }
+    unsigned used;
+    p->x = p->x + 1 + reader_golomb(&p->rd, &p->g, &used);
+    p->left -= used;
+    p->item++;
+    return true;
+}
+
+void seen__run_lookup_many(const seen__run *const *runs, const uint64_t *vals, size_t k, int *tags)
+{
+    /* Decoding a bucket is a chain of dependent steps; decoding several
+     * runs' buckets in lockstep lets the CPU overlap the chains. */
+    probe p[SEEN_LOOKUP_MANY_MAX];
+    if (k > SEEN_LOOKUP_MANY_MAX)
+        k = SEEN_LOOKUP_MANY_MAX;
+    for (size_t i = 0; i < k; i++)
+        probe_start(&p[i], runs[i], vals[i]);
+    if (k == 2) {
+        bool a = p[0].result == -2, b = p[1].result == -2;
+        while (a && b) {
+            a = probe_step(&p[0]);
+            b = probe_step(&p[1]);
+        }
+        while (a)
+            a = probe_step(&p[0]);
+        while (b)
+            b = probe_step(&p[1]);
+    } else {
+        for (size_t i = 0; i < k; i++)
+            while (p[i].result == -2 && probe_step(&p[i]))
+                ;
+    }
+    for (size_t i = 0; i < k; i++)
+        tags[i] = p[i].result;
+}
