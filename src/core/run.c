@@ -46,12 +46,13 @@
  * m = 5 (b = 3, short_n = 3): gap 12 = 2*5 + 2 is the bits 0,0,1 then 0,1.
  *
  * Invariants: n >= 1; values strictly increase; the first is base and the
- * last base + span; tags < nsegs; golomb_m, nbuckets and bucket_w are the
- * canonical choices for (n, span), so one set of values has exactly one
- * encoding (replica digests compare bytes).
+ * last base + span; tags < nsegs; nbuckets and bucket_w are canonical for
+ * (n, span).  The encoder's Golomb parameter is canonical too; a run a
+ * delete edited in place keeps the one it had (any parameter decodes).
+ * Every choice is a function of the writes a set received, so a replica
+ * that applies the same writes holds the same bytes.
  */
 #include "run_layout.h"
-
 
 /* ------------------------------------------------------------- divider */
 
