@@ -142,6 +142,8 @@ static void run(size_t n)
         size_t k = n - i < 100 ? n - i : 100;
         seen_add_str(s, strs + i, k, at + i, at[i + k - 1], NULL);
     }
+    /* An import: compacted by the expiry that ends it. */
+    seen_expire(s, at[n - 1]);
     double lib_bits = (double)seen_bytes(s) * 8.0 / (double)n;
     seen_free(s);
 
