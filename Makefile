@@ -121,7 +121,7 @@ $(SAN)/tests/%: tests/unit/%.c $(TEST_COMMON) $(SAN)/libseen.a
 	$(CC) $(TEST_CFLAGS) $(SAN_FLAGS) $< tests/unit/testutil.c $(SAN)/libseen.a -lcmocka -lm -o $@
 
 # Fuzz targets, replayed without libFuzzer by tests/fuzz/replay.c.
-FUZZ_TARGETS = load ops
+FUZZ_TARGETS = load ops batch
 
 $(SAN)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(TEST_COMMON) $(SAN)/libseen.a
 	@mkdir -p $(dir $@)

@@ -2,8 +2,9 @@
  * fuzz_load.c — libFuzzer target for the serialized-set loader.
  *
  * Any byte string must be rejected with an error or loaded into a set that
- * passes every internal check, serializes back to the same bytes, and
- * survives queries and writes.  Fuzz builds define
+ * passes every internal check, serializes back to the same bytes, survives
+ * queries and writes (an import, a large batch, time passing) and still
+ * serializes into bytes the loader takes.  Fuzz builds define
  * FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, where inputs get their checksum
  * fixed up first so the fuzzer reaches the deep checks; the replay driver
  * (replay.c) runs each corpus file both as-is and with its checksum fixed.
@@ -51,9 +52,37 @@ static void exercise(seen_set *s)
         (void)seen_add_str(s, items, 3, NULL, now, NULL);
         (void)seen_remove_str(s, items, 1, now, NULL);
     }
+    /* An import of past items, a batch far larger than a cap, and time
+     * moving on: whatever the loader accepted must take them and still
+     * load back. */
+    enum { K = 600 };
+    static uint64_t many[K];
+    static int64_t at[K];
+    static str_item strs[K];
+    static seen_str items_many[K];
+    for (size_t i = 0; i < K; i++) {
+        many[i] = i * 0x9e3779b97f4a7c15u;
+        at[i] = now - (int64_t)(i * 3 * 86400000ull);
+        make_str(&strs[i], many[i]);
+        items_many[i] = strs[i].s;
+    }
+    if (p->ids == SEEN_IDS_INT) {
+        (void)seen_add_int(s, many, K, at, now, NULL);
+        (void)seen_add_int(s, many, K, NULL, now + 1, NULL);
+    } else {
+        (void)seen_add_str(s, items_many, K, at, now, NULL);
+        (void)seen_add_str(s, items_many, K, NULL, now + 1, NULL);
+    }
     (void)seen_expire(s, now + 1000);
+    (void)seen_expire(s, now + 400 * 86400000ll);
     if (seen__set_check(s) != SEEN_OK)
         abort();
+    len = seen_serialized_size(s);
+    again = malloc(len ? len : 1);
+    if (seen_serialize(s, again, len, &w) != SEEN_OK || seen_deserialize(again, len, &t) != SEEN_OK)
+        abort(); /* accepted bytes, then writes: must still load */
+    seen_free(t);
+    free(again);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

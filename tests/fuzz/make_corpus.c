@@ -60,6 +60,54 @@ static void fill(seen_set *s, rng *r, size_t n, int64_t start, int64_t span, int
     }
 }
 
+/* Programs for fuzz_batch.c (its header says how they read): the states
+ * a key reaches off the steady path, one seed each. */
+static void write_batch_programs(const char *root)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/batch", root);
+    uint8_t prog[2048];
+    size_t n;
+    /* Imports of ~2,000-item pages over three windows into WINDOW 90d
+     * SLICES 4 ERROR 0.001: in time order, reverse and random, then an
+     * expiry (which settles them) and months passing. */
+    const uint8_t orders[3] = {1 + (2 << 2), 2 + (2 << 2), 3 + (3 << 2)};
+    const char *names[3] = {"import-time-order", "import-reverse", "import-random"};
+    for (int o = 0; o < 3; o++) {
+        n = 0;
+        prog[n++] = 4, prog[n++] = 3, prog[n++] = 35;
+        for (int k = 0; k < 10; k++)
+            prog[n++] = 0x80, prog[n++] = 166, prog[n++] = 2, prog[n++] = 0, prog[n++] = orders[o];
+        prog[n++] = 6, prog[n++] = 0;
+        for (int k = 0; k < 4; k++)
+            prog[n++] = 0x85, prog[n++] = 40, prog[n++] = 2, prog[n++] = 0x84, prog[n++] = 20;
+        write_file(dir, names[o], prog, n);
+    }
+    /* Two items added in turn into CAPACITY 64 SLICES 64, no window. */
+    n = 0;
+    prog[n++] = 4 << 3, prog[n++] = 63, prog[n++] = 35;
+    for (int k = 0; k < 390; k++)
+        prog[n++] = 0, prog[n++] = 0, prog[n++] = 0, prog[n++] = 0, prog[n++] = 0;
+    write_file(dir, "capacity-readd-storm", prog, n);
+    /* An exact INT set, CAPACITY 1000 SLICES 64: 15 old ids and one new
+     * per add, so steps empty and pile up until they are coalesced. */
+    n = 0;
+    prog[n++] = 5 << 3, prog[n++] = 63, prog[n++] = 40;
+    for (int k = 0; k < 390; k++)
+        prog[n++] = 0, prog[n++] = 15, prog[n++] = 4, prog[n++] = 0, prog[n++] = 0;
+    write_file(dir, "capacity-exact-int-fold", prog, n);
+    /* 2,989 items at once into CAPACITY 10 SLICES 64, then removes and
+     * queries, with and without a window. */
+    n = 0;
+    prog[n++] = 3 << 3, prog[n++] = 63, prog[n++] = 34;
+    prog[n++] = 0x80, prog[n++] = 249, prog[n++] = 2, prog[n++] = 0, prog[n++] = 0;
+    prog[n++] = 0x83, prog[n++] = 20, prog[n++] = 1, prog[n++] = 0;
+    prog[n++] = 0x84, prog[n++] = 80, prog[n++] = 2, prog[n++] = 0;
+    write_file(dir, "capacity-huge-batch", prog, n);
+    prog[0] = 3 + (3 << 3);
+    write_file(dir, "capacity-huge-batch-window", prog, n);
+}
+
 int main(int argc, char **argv)
 {
     const char *root = argc > 1 ? argv[1] : "tests/fuzz/corpus";
@@ -91,6 +139,16 @@ int main(int argc, char **argv)
         if (seen_create(&sets[i].p, &s) != SEEN_OK)
             return 1;
         fill(s, &r, sets[i].n, t0, sets[i].span, sets[i].late);
+        /* Late items make the fill an import: settle it, as the module
+         * does a second after an import ends, so the seeds hold compact
+         * runs; "-import" keeps one set as an import left exact. */
+        if (sets[i].late) {
+            char name[64];
+            snprintf(name, sizeof name, "%s-import", sets[i].name);
+            save_set(load, name, s);
+        }
+        if (seen_expire(s, t0 + sets[i].span) != SEEN_OK)
+            return 1;
         save_set(load, sets[i].name, s);
         seen_free(s);
     }
@@ -104,5 +162,6 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "prog-%02d", i);
         write_file(ops, name, prog, 120 + (size_t)i * 10);
     }
+    write_batch_programs(root);
     return 0;
 }
