@@ -1,0 +1,214 @@
+"""test_states.py — every state a key can reach off the steady path loads
+back: histories migrated from legacy ZSETs and SETs spanning one to three
+windows, AT imports in every order, re-add storms and huge batches on capped
+keys, and the capped EXACT INT fold.  After each workload the answers and
+bytes of every key must survive DEBUG RELOAD, a restart from RDB, a restart
+from AOF, a replica's full sync and DUMP/RESTORE; nothing may be refused and
+the server must stay up.  (make test-module-san runs this file against the
+module built with ASan and UBSan.)"""
+import os
+import random
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+from helpers import info_map, server_ms, wait_compacted, wait_for
+
+DAY = 86_400_000
+INGEST = os.path.join(ROOT, "build", "seen-ingest")
+
+
+def flags(client, key, candidates):
+    """SEEN.MFILTER's flags for candidates, in pages of 5,000."""
+    out = b""
+    for i in range(0, len(candidates), 5000):
+        out += client.execute_command("SEEN.MFILTER", 1, key, "REPLY", "FLAGS", "ITEMS",
+                                      *candidates[i:i + 5000])
+    return out
+
+
+class Workload:
+    """Keys written to a server, what each must still see, and candidates
+    that were never added (their answers must not change either)."""
+
+    def __init__(self):
+        self.keys = {}  # key -> (items that must be seen, fresh candidates)
+
+    def expect(self, key, seen, fresh_count=300, seed=0):
+        rng = random.Random("%s/%d" % (key, seed))
+        ints = bool(seen) and isinstance(list(seen)[0], int)
+        fresh = [rng.getrandbits(63) if ints else "fresh-%x" % rng.getrandbits(64)
+                 for _ in range(fresh_count)]
+        self.keys[key] = (list(seen), fresh)
+
+    def snapshot(self, client):
+        """Answers and bytes of every key; fails on a missed item."""
+        snap = {}
+        for key, (seen, fresh) in self.keys.items():
+            answers = flags(client, key, seen + fresh) if seen or fresh else b""
+            assert answers[:len(seen)] == b"1" * len(seen), "%s lost items" % key
+            snap[key] = (answers, client.dump(key))
+        return snap
+
+
+def import_pages(client, key, items, times, page=400, policy=("WINDOW", "90d")):
+    client.execute_command("SEEN.RESERVE", key, *policy)
+    pipe = client.pipeline(transaction=False)
+    for i in range(0, len(items), page):
+        for it, t in zip(items[i:i + page], times[i:i + page]):
+            pipe.execute_command("SEEN.INSERT", key, "AT", t, "ITEMS", it)
+        pipe.execute()
+
+
+def run_migration(server, tmp_path, pattern, template, policy, *extra):
+    if not os.path.exists(INGEST):
+        pytest.fail("build/seen-ingest is missing: run `make all` first")
+    cmd = [INGEST, "migrate", "--redis", "127.0.0.1:%d" % server.port, "--legacy-pattern",
+           pattern, "--key-template", template, "--policy", policy,
+           "--state", str(tmp_path / ("%s.state" % pattern.split(":")[0])), *extra]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+
+
+def write_everything(server, tmp_path):
+    """Every workload of the module's off-path states; returns a Workload."""
+    c = server.client()
+    now = server_ms(c)
+    w = Workload()
+    rng = random.Random(9)
+
+    # Legacy histories (score = ms), 1 to 3 windows long, and a legacy SET.
+    for days in (60, 150, 270):
+        plays = {"g%d-%d" % (days, i): now - (i * days * DAY) // (days * 40)
+                 for i in range(days * 40)}
+        c.zadd("played:z%d" % days, plays)
+        w.expect("seen:{z%d}:play" % days,
+                 [m for m, t in plays.items() if t > now - 89 * DAY])
+    c.sadd("played:set", *["s%d" % i for i in range(3000)])
+    w.expect("seen:{set}:play", ["s%d" % i for i in range(3000)])
+    run_migration(server, tmp_path, "played:%user", "seen:{%user}:play", "WINDOW 90d")
+
+    # AT imports of 150 days in three orders.
+    for order in ("time", "reverse", "random"):
+        n = 150 * 30
+        times = [now - 150 * DAY + i * 150 * DAY // n for i in range(n)]
+        items = ["i-%s-%d" % (order, i) for i in range(n)]
+        idx = list(range(n))
+        if order == "reverse":
+            idx.reverse()
+        elif order == "random":
+            rng.shuffle(idx)
+        import_pages(c, "imp:%s" % order, [items[i] for i in idx], [times[i] for i in idx])
+        w.expect("imp:%s" % order, [items[i] for i in range(n) if times[i] > now - 89 * DAY])
+
+    # Re-add storm on a capped key: two items in turn.
+    c.execute_command("SEEN.RESERVE", "storm", "WINDOW", "0", "CAPACITY", "64", "SLICES", "64")
+    pipe = c.pipeline(transaction=False)
+    for i in range(4000):
+        pipe.execute_command("SEEN.ADD", "storm", "A" if i % 2 else "B")
+    pipe.execute()
+    w.expect("storm", ["A", "B"])
+
+    # The capped EXACT INT fold: 127 old ids and one new per add.
+    c.execute_command("SEEN.RESERVE", "fold", "WINDOW", "0", "CAPACITY", "8192", "SLICES", "64",
+                      "EXACT", "IDS", "INT")
+    c.execute_command("SEEN.ADD", "fold", *range(128))
+    pipe = c.pipeline(transaction=False)
+    for k in range(3000):
+        pipe.execute_command("SEEN.ADD", "fold", *range(1, 128), 100000 + k)
+    pipe.execute()
+    w.expect("fold", list(range(128)) + [100000 + k for k in range(3000)])
+
+    # A batch far larger than its cap, and one with a window.
+    for name, policy in (("huge", ("WINDOW", "0", "CAPACITY", "10", "SLICES", "64")),
+                         ("huge-w", ("WINDOW", "30d", "CAPACITY", "1000", "SLICES", "16"))):
+        c.execute_command("SEEN.RESERVE", name, *policy)
+        batch = "\n".join("b%d" % i for i in range(100000))
+        c.execute_command("SEEN.INSERT", name, "BULK", batch)
+        w.expect(name, ["b99999"])
+
+    # Removes from large keys.
+    c.execute_command("SEEN.REMOVE", "imp:time", "ITEMS", *w.keys["imp:time"][0][:50])
+    w.keys["imp:time"] = (w.keys["imp:time"][0][50:], w.keys["imp:time"][1])
+    # Imports (the ZSETs' members and the AT pages carry past times) are
+    # compacted by the server a second after their last write; the SET's
+    # members all got the present, so that key is young and stays exact.
+    for key in list(w.keys):
+        if key.startswith(("imp:", "seen:{z")):
+            wait_compacted(c, key)
+    return w
+
+
+def assert_same(server, w, before):
+    assert server.alive()
+    after = w.snapshot(server.client())
+    assert after == before
+    log = server.read_log()
+    assert "refusing" not in log and "Unrecoverable" not in log
+
+
+def test_states_survive_reload_restore_replica_and_rdb(make_server, tmp_path):
+    server = make_server("--repl-diskless-sync-delay", "0", name="primary")
+    w = write_everything(server, tmp_path)
+    before = w.snapshot(server.client())
+
+    server.client().execute_command("DEBUG", "RELOAD")
+    assert_same(server, w, before)
+
+    c = server.client()
+    copy = Workload()
+    for key, (seen, fresh) in w.keys.items():
+        c.restore("copy:" + key, 0, before[key][1])
+        copy.keys["copy:" + key] = (seen, fresh)
+    again = copy.snapshot(c)
+    for key in w.keys:
+        assert again["copy:" + key] == before[key], key
+    for key in w.keys:
+        c.delete("copy:" + key)
+
+    replica = make_server(name="replica")
+    r = replica.client()
+    r.replicaof("127.0.0.1", server.port)
+    wait_for(lambda: r.info("replication")["master_link_status"] == "up" and
+             not r.info("replication")["master_sync_in_progress"], what="replica sync")
+    assert c.wait(1, 10000) == 1
+    assert_same(replica, w, before)
+
+    server.restart(save=True)
+    assert_same(server, w, before)
+
+
+def test_states_survive_aof_replay(make_server, tmp_path):
+    """The AOF holds the commands (with the server's own SEEN.COMPACT at the
+    time it ran): replaying it builds the same bytes."""
+    server = make_server("--appendonly", "yes", name="aof")
+    w = write_everything(server, tmp_path)
+    before = w.snapshot(server.client())
+    server.restart()
+    assert_same(server, w, before)
+    # And once more from the rewritten AOF (SEEN.LOAD of each key).
+    c = server.client()
+    c.bgrewriteaof()
+    wait_for(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0 and
+             c.info("persistence")["aof_rewrite_scheduled"] == 0, what="AOF rewrite")
+    server.restart()
+    assert_same(server, w, before)
+
+
+def test_import_state_loads_before_it_is_compacted(make_server):
+    """The exact state an import holds while it runs is a state too: it
+    must DUMP, RESTORE and reload as it is."""
+    server = make_server(name="importing")
+    c = server.client()
+    now = server_ms(c)
+    n = 120 * 20
+    times = [now - 120 * DAY + i * 120 * DAY // n for i in range(n)]
+    items = ["x%d" % i for i in range(n)]
+    import_pages(c, "k", items, times)
+    dump = c.dump("k")
+    assert info_map(c.execute_command("SEEN.INFO", "k"))["encoding"] == b"exact"
+    c.restore("k2", 0, dump)
+    assert c.dump("k2") == dump
+    live = [it for it, t in zip(items, times) if t > now - 89 * DAY]
+    assert flags(c, "k2", live) == b"1" * len(live)
