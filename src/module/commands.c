@@ -32,6 +32,7 @@
 #include "module.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ replies */
@@ -515,15 +516,32 @@ static void reply_filtered(RedisModuleCtx *ctx, reply_form form, const item_batc
 
 /* Run the candidates against every key (a missing key has seen nothing);
  * each is hashed once per kind of key, however many keys there are. */
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
 static const char *run_filter(RedisModuleKey **keys, int nkeys, item_batch *b, int64_t now,
                               uint8_t *seen)
 {
+    /* A key named twice is queried once: the answers are ORed anyway. */
+    seen_key **sets = RedisModule_Alloc((size_t)nkeys * sizeof *sets);
+    int nsets = 0;
+    for (int j = 0; j < nkeys; j++) {
+        seen_key *k = keys[j] ? RedisModule_ModuleTypeGetValue(keys[j]) : NULL;
+        if (k != NULL)
+            sets[nsets++] = k;
+    }
+    qsort(sets, (size_t)nsets, sizeof *sets, cmp_ptr);
+    int distinct = 0;
+    for (int j = 0; j < nsets; j++)
+        if (distinct == 0 || sets[distinct - 1] != sets[j])
+            sets[distinct++] = sets[j];
     seen_query *by_kind[2] = {NULL, NULL};
     const char *err = NULL;
-    for (int j = 0; j < nkeys && !err; j++) {
-        seen_key *k = RedisModule_ModuleTypeGetValue(keys[j]);
-        if (k == NULL)
-            continue;
+    for (int j = 0; j < distinct && !err; j++) {
+        seen_key *k = sets[j];
         seen_ids ids = seen_get_policy(k->set)->ids;
         seen_err e = SEEN_OK;
         if (by_kind[ids] == NULL) {
@@ -540,6 +558,7 @@ static const char *run_filter(RedisModuleKey **keys, int nkeys, item_batch *b, i
     }
     seen_query_free(by_kind[0]);
     seen_query_free(by_kind[1]);
+    RedisModule_Free(sets);
     return err;
 }
 
@@ -600,6 +619,23 @@ static int mfilter_numkeys(RedisModuleString **argv, int argc)
     return (int)n;
 }
 
+/* When the rest of an MFILTER does not parse and one of its numkeys "keys"
+ * is ITEMS or BULK, numkeys was too large: say so (replies, returns 1),
+ * rather than complain about an item.  0 if that is not the case. */
+static int mfilter_numkeys_error(RedisModuleCtx *ctx, RedisModuleString **argv, int numkeys)
+{
+    for (int j = 0; j < numkeys; j++)
+        if (is_source_word(argv[2 + j])) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "ERR numkeys is %d but %d key%s come%s before %s", numkeys, j,
+                     j == 1 ? "" : "s", j == 1 ? "s" : "",
+                     arg_is(argv[2 + j], "ITEMS") ? "ITEMS" : "BULK");
+            RedisModule_ReplyWithError(ctx, msg);
+            return 1;
+        }
+    return 0;
+}
+
 static int cmd_mfilter(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
     int numkeys = mfilter_numkeys(argv, argc);
@@ -615,6 +651,14 @@ static int cmd_mfilter(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (numkeys == 0)
         return RedisModule_ReplyWithError(
             ctx, "ERR numkeys must be a positive integer no larger than the number of keys given");
+    if ((uint64_t)numkeys > seen_cfg.mfilter_max_keys) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "ERR numkeys %d is more than seen.mfilter-max-keys (%llu): split the request",
+                 numkeys, (unsigned long long)seen_cfg.mfilter_max_keys);
+        return RedisModule_ReplyWithError(ctx, msg);
+    }
+
     filter_request q = {argv + 2, numkeys, false, 0, REPLY_UNSEEN, {NULL, 0, NULL}};
     const char *err = NULL;
     int i = 2 + numkeys;
@@ -634,12 +678,17 @@ static int cmd_mfilter(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
                 return RedisModule_ReplyWithError(ctx,
                                                   "ERR REPLY must be UNSEEN, FLAGS or INDEXES");
         } else {
+            if (mfilter_numkeys_error(ctx, argv, numkeys))
+                return REDISMODULE_OK;
             return reply_unknown(ctx, argv[i], "SEEN.MFILTER");
         }
         i += 2;
     }
     if (i >= argc)
-        return RedisModule_ReplyWithError(ctx, "ERR ITEMS or BULK expected after the options");
+        return mfilter_numkeys_error(ctx, argv, numkeys)
+                   ? REDISMODULE_OK
+                   : RedisModule_ReplyWithError(ctx,
+                                                "ERR ITEMS or BULK expected after the options");
     if (!source_take(argv, argc, i, &q.items, &err))
         return RedisModule_ReplyWithError(ctx, err);
     return do_filter(ctx, &q);
@@ -928,28 +977,6 @@ static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
 /* ------------------------------------------------------------ LOAD */
 
-/*
- * A serialized set sent in chunks (OFFSET/TOTAL) is assembled here until its
- * last chunk arrives.  One upload at a time: OFFSET 0 starts a new one and
- * drops any unfinished one, which is all an AOF replay needs (it loads keys
- * one after another) and keeps the state bounded.
- */
-static struct {
-    RedisModuleString *key;
-    int db;
-    uint8_t *buf;
-    size_t len, total;
-} upload;
-
-static void upload_reset(void)
-{
-    if (upload.key)
-        RedisModule_FreeString(NULL, upload.key);
-    if (upload.buf)
-        RedisModule_Free(upload.buf);
-    memset(&upload, 0, sizeof upload);
-}
-
 typedef struct load_request {
     bool has_now, chunked;
     int64_t now;
@@ -995,38 +1022,6 @@ static const char *load_parse(RedisModuleString **argv, int argc, load_request *
     return NULL;
 }
 
-/* Add a chunk to the upload; true when the whole set has arrived. */
-static const char *upload_add(RedisModuleCtx *ctx, RedisModuleString *name, const load_request *q,
-                              bool *complete)
-{
-    size_t len;
-    const char *bytes = RedisModule_StringPtrLen(q->blob, &len);
-    int db = RedisModule_GetSelectedDb(ctx);
-    if (q->offset == 0) {
-        upload_reset();
-        size_t klen;
-        const char *k = RedisModule_StringPtrLen(name, &klen);
-        upload.key = RedisModule_CreateString(NULL, k, klen);
-        upload.db = db;
-        upload.total = q->total;
-    } else {
-        size_t a, b;
-        const char *pa = upload.key ? RedisModule_StringPtrLen(upload.key, &a) : NULL;
-        const char *pb = RedisModule_StringPtrLen(name, &b);
-        if (!pa || a != b || memcmp(pa, pb, a) != 0 || upload.db != db ||
-            upload.total != q->total || upload.len != q->offset)
-            return "ERR chunk out of order: start again from OFFSET 0";
-    }
-    if (len > upload.total - upload.len)
-        return "ERR chunk goes past TOTAL";
-    /* Grow with what arrives, never by what TOTAL claims. */
-    upload.buf = RedisModule_Realloc(upload.buf, upload.len + len ? upload.len + len : 1);
-    memcpy(upload.buf + upload.len, bytes, len);
-    upload.len += len;
-    *complete = upload.len == upload.total;
-    return NULL;
-}
-
 static void repl_load(RedisModuleCtx *ctx, RedisModuleString *name, const load_request *q,
                       const seen_key *k, int64_t now)
 {
@@ -1065,26 +1060,24 @@ static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     }
     const uint8_t *bytes;
     size_t len;
-    bool complete = true;
+    seen_upload *whole = NULL;
     if (q.chunked) {
-        if ((err = upload_add(ctx, argv[1], &q, &complete))) {
+        if ((err = seen_upload_chunk(ctx, argv[1], q.offset, q.total, q.blob, &whole))) {
             RedisModule_CloseKey(key);
             return RedisModule_ReplyWithError(ctx, err);
         }
-        if (!complete) {
+        if (whole == NULL) {
             RedisModule_CloseKey(key);
             repl_load(ctx, argv[1], &q, NULL, now);
             return RedisModule_ReplyWithSimpleString(ctx, "OK");
         }
-        bytes = upload.buf;
-        len = upload.len;
+        bytes = seen_upload_bytes(whole, &len);
     } else {
         bytes = (const uint8_t *)RedisModule_StringPtrLen(q.blob, &len);
     }
     seen_set *set;
     seen_err e = seen_key_deserialize(bytes, len, &set);
-    if (q.chunked)
-        upload_reset();
+    seen_upload_free(whole);
     if (e != SEEN_OK) {
         RedisModule_CloseKey(key);
         return RedisModule_ReplyWithError(ctx, seen_reply_error(e));
@@ -1128,7 +1121,7 @@ static const command_def commands[] = {
      "Add items; returns how many were new", "O(N log N) for N items"},
     {"seen.insert", cmd_insert, "write deny-oom", -4, KEY_WRITE_INSERT,
      "Add items given as arguments or in one newline-separated argument", "O(N log N) for N items"},
-    {"seen.filter", cmd_filter, "readonly fast", -3, REDISMODULE_CMD_KEY_RO,
+    {"seen.filter", cmd_filter, "readonly", -3, REDISMODULE_CMD_KEY_RO,
      "Return the candidates not seen, in input order", "O(N log N) for N candidates"},
     {"seen.del", cmd_del, "write", -3, KEY_WRITE_DELETE, "Forget items; returns how many were seen",
      "O(N log N + M) for N items, M stored"},
@@ -1185,8 +1178,9 @@ int seen_commands_register(RedisModuleCtx *ctx)
     /* Keys counted by numkeys: key specs give ACL the keys; Redis 7.0's
      * Cluster routing only reads legacy ranges or the getkeys API, so the
      * command also answers key-position requests itself. */
-    if (RedisModule_CreateCommand(ctx, "seen.mfilter", cmd_mfilter, "readonly fast getkeys-api", 0,
-                                  0, 0) != REDISMODULE_OK)
+    /* Not "fast": a batch costs its candidates times its keys. */
+    if (RedisModule_CreateCommand(ctx, "seen.mfilter", cmd_mfilter, "readonly getkeys-api", 0, 0,
+                                  0) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     RedisModuleCommandKeySpec specs[2] = {{0}};
     specs[0].flags = REDISMODULE_CMD_KEY_RO;

@@ -77,7 +77,10 @@ typedef enum numeric_config {
     CFG_CAPACITY,
     CFG_EXACT_LIMIT,
     CFG_MAX_BATCH,
-    CFG_AOF_CHUNK
+    CFG_AOF_CHUNK,
+    CFG_MFILTER_MAX_KEYS,
+    CFG_LOAD_MAX_MEMORY,
+    CFG_LOAD_IDLE_SECONDS
 } numeric_config;
 
 static long long config_get_numeric(const char *name, void *privdata)
@@ -94,6 +97,12 @@ static long long config_get_numeric(const char *name, void *privdata)
         return (long long)seen_cfg.max_batch;
     case CFG_AOF_CHUNK:
         return (long long)seen_cfg.aof_chunk;
+    case CFG_MFILTER_MAX_KEYS:
+        return (long long)seen_cfg.mfilter_max_keys;
+    case CFG_LOAD_MAX_MEMORY:
+        return (long long)seen_cfg.load_max_memory;
+    case CFG_LOAD_IDLE_SECONDS:
+        return (long long)seen_cfg.load_idle_seconds;
     }
     return 0;
 }
@@ -119,6 +128,15 @@ static int config_set_numeric(const char *name, long long val, void *privdata,
         break;
     case CFG_AOF_CHUNK:
         seen_cfg.aof_chunk = (uint64_t)val;
+        break;
+    case CFG_MFILTER_MAX_KEYS:
+        seen_cfg.mfilter_max_keys = (uint64_t)val;
+        break;
+    case CFG_LOAD_MAX_MEMORY:
+        seen_cfg.load_max_memory = (uint64_t)val;
+        break;
+    case CFG_LOAD_IDLE_SECONDS:
+        seen_cfg.load_idle_seconds = (uint64_t)val;
         break;
     }
     return REDISMODULE_OK;
@@ -210,6 +228,17 @@ int seen_config_register(RedisModuleCtx *ctx)
     failed |= RedisModule_RegisterNumericConfig(
         ctx, "aof-chunk", 64LL << 20, REDISMODULE_CONFIG_DEFAULT | REDISMODULE_CONFIG_MEMORY, 1024,
         1LL << 30, config_get_numeric, config_set_numeric, NULL, (void *)(intptr_t)CFG_AOF_CHUNK);
+    failed |= RedisModule_RegisterNumericConfig(
+        ctx, "mfilter-max-keys", SEEN_MFILTER_MAX_KEYS_DEFAULT, REDISMODULE_CONFIG_DEFAULT, 1,
+        SEEN_MFILTER_MAX_KEYS_LIMIT, config_get_numeric, config_set_numeric, NULL,
+        (void *)(intptr_t)CFG_MFILTER_MAX_KEYS);
+    failed |= RedisModule_RegisterNumericConfig(
+        ctx, "load-max-memory", 1LL << 30, REDISMODULE_CONFIG_DEFAULT | REDISMODULE_CONFIG_MEMORY,
+        1LL << 20, 1LL << 40, config_get_numeric, config_set_numeric, NULL,
+        (void *)(intptr_t)CFG_LOAD_MAX_MEMORY);
+    failed |= RedisModule_RegisterNumericConfig(
+        ctx, "load-idle-seconds", 60, REDISMODULE_CONFIG_DEFAULT, 1, 86400, config_get_numeric,
+        config_set_numeric, NULL, (void *)(intptr_t)CFG_LOAD_IDLE_SECONDS);
     if (failed)
         return REDISMODULE_ERR;
     return RedisModule_LoadConfigs(ctx);
@@ -240,6 +269,7 @@ static void info_section(RedisModuleInfoCtx *ctx, int for_crash_report)
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         RedisModule_InfoAddFieldULongLong(
             ctx, fields[i].field, atomic_load_explicit(fields[i].counter, memory_order_relaxed));
+    RedisModule_InfoAddFieldULongLong(ctx, "load_upload_bytes", seen_upload_held());
 }
 
 /* ------------------------------------------------------------ entry */

@@ -54,12 +54,21 @@ bool seen_key_meta_valid(uint32_t flags, int64_t jitter_ms, const seen_policy *p
 /* ------------------------------------------------------------ configs */
 
 typedef struct seen_config {
-    seen_policy policy;        /* for keys that SEEN.ADD creates */
-    bool key_expiry;           /* module-managed TTL for new keys */
-    uint64_t expiry_jitter_ms; /* jitter of new keys drawn from [0, this] */
-    uint64_t max_batch;        /* items in one command */
-    uint64_t aof_chunk;        /* bytes per SEEN.LOAD in an AOF rewrite */
+    seen_policy policy;         /* for keys that SEEN.ADD creates */
+    bool key_expiry;            /* module-managed TTL for new keys */
+    uint64_t expiry_jitter_ms;  /* jitter of new keys drawn from [0, this] */
+    uint64_t max_batch;         /* items in one command */
+    uint64_t aof_chunk;         /* bytes per SEEN.LOAD in an AOF rewrite */
+    uint64_t mfilter_max_keys;  /* distinct keys one SEEN.MFILTER may name */
+    uint64_t load_max_memory;   /* bytes all unfinished SEEN.LOAD uploads may hold */
+    uint64_t load_idle_seconds; /* an upload idle this long is dropped */
 } seen_config;
+
+/* SEEN.MFILTER's cost is keys x candidates: a user's few keys (delivered,
+ * played, a session) fit the default; the limit bounds what one request
+ * may ask of the server whatever the configuration. */
+#define SEEN_MFILTER_MAX_KEYS_DEFAULT 64
+#define SEEN_MFILTER_MAX_KEYS_LIMIT 10000
 
 extern seen_config seen_cfg;
 
@@ -86,6 +95,20 @@ typedef struct seen_stats {
 extern seen_stats seen_counters;
 
 int seen_commands_register(RedisModuleCtx *ctx);
+
+/* ------------------------------------------------------------ uploads */
+
+/* A serialized set arriving in chunks (upload.c). */
+typedef struct seen_upload seen_upload;
+/* Add chunk at `offset` of `total` bytes for key `name` from this client;
+ * NULL or a reply-ready error.  *done gets the whole upload when this was
+ * its last chunk (free it with seen_upload_free). */
+const char *seen_upload_chunk(RedisModuleCtx *ctx, RedisModuleString *name, uint64_t offset,
+                              uint64_t total, RedisModuleString *chunk, seen_upload **done);
+const uint8_t *seen_upload_bytes(const seen_upload *u, size_t *len);
+void seen_upload_free(seen_upload *u);
+/* Bytes all unfinished uploads hold (INFO). */
+size_t seen_upload_held(void);
 
 /* ------------------------------------------------------------ compaction */
 

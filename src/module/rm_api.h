@@ -207,6 +207,7 @@ typedef struct RedisModuleCommandInfo {
     X(int, GetContextFlags, (RedisModuleCtx * ctx))                                                \
     X(int, GetSelectedDb, (RedisModuleCtx * ctx))                                                  \
     X(int, SelectDb, (RedisModuleCtx * ctx, int newid))                                            \
+    X(unsigned long long, GetClientId, (RedisModuleCtx * ctx))                                     \
     X(RedisModuleTimerID, CreateTimer,                                                             \
       (RedisModuleCtx * ctx, long long period, RedisModuleTimerProc callback, void *data))         \
     X(long long, Milliseconds, (void))                                                             \

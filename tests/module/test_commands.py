@@ -322,7 +322,8 @@ def test_command_flags(r):
     info = {c[0]: c for c in raw(r, "COMMAND", "INFO", "seen.add", "seen.filter", "seen.del",
                                  "seen.mfilter", "seen.info")}
     assert {b"write", b"denyoom"} <= set(info[b"seen.add"][2])
-    assert {b"readonly", b"fast"} <= set(info[b"seen.filter"][2])
+    # A filter's cost grows with its candidates (and keys): not "fast".
+    assert b"readonly" in info[b"seen.filter"][2] and b"fast" not in info[b"seen.filter"][2]
     assert b"denyoom" not in info[b"seen.del"][2]
     assert b"movablekeys" in info[b"seen.mfilter"][2]
 
