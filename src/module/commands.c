@@ -1109,6 +1109,7 @@ typedef struct command_def {
     uint64_t key_flags;
     const char *summary;
     const char *complexity;
+    const char *acl; /* ACL categories, where the server takes them */
 } command_def;
 
 #define KEY_WRITE_INSERT (REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_INSERT)
@@ -1116,28 +1117,31 @@ typedef struct command_def {
 
 static const command_def commands[] = {
     {"seen.reserve", cmd_reserve, "write deny-oom", -2, KEY_WRITE_INSERT,
-     "Create an empty seen set with a policy", "O(1)"},
+     "Create an empty seen set with a policy", "O(1)", "write"},
     {"seen.add", cmd_add, "write deny-oom", -3, KEY_WRITE_INSERT,
-     "Add items; returns how many were new", "O(N log N) for N items"},
+     "Add items; returns how many were new", "O(N log N) for N items", "write"},
     {"seen.insert", cmd_insert, "write deny-oom", -4, KEY_WRITE_INSERT,
-     "Add items given as arguments or in one newline-separated argument", "O(N log N) for N items"},
+     "Add items given as arguments or in one newline-separated argument", "O(N log N) for N items",
+     "write"},
     {"seen.filter", cmd_filter, "readonly", -3, REDISMODULE_CMD_KEY_RO,
-     "Return the candidates not seen, in input order", "O(N log N) for N candidates"},
+     "Return the candidates not seen, in input order", "O(N log N) for N candidates", "read"},
     {"seen.del", cmd_del, "write", -3, KEY_WRITE_DELETE, "Forget items; returns how many were seen",
-     "O(N log N + M) for N items, M stored"},
+     "O(N log N + M) for N items, M stored", "write"},
     {"seen.remove", cmd_remove, "write", -4, KEY_WRITE_DELETE,
      "Forget items given as arguments or in one newline-separated argument",
-     "O(N log N + M) for N items, M stored"},
+     "O(N log N + M) for N items, M stored", "write"},
     {"seen.count", cmd_count, "readonly fast", 2, REDISMODULE_CMD_KEY_RO,
-     "Number of items remembered", "O(S) for S slices"},
+     "Number of items remembered", "O(S) for S slices", "read"},
     {"seen.info", cmd_info, "readonly fast", 2, REDISMODULE_CMD_KEY_RO,
-     "Policy, size, encodings, slices and false-positive rates of a set", "O(S) for S slices"},
+     "Policy, size, encodings, slices and false-positive rates of a set", "O(S) for S slices",
+     "read"},
     {"seen.compact", cmd_compact, "write", -2, REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_UPDATE,
      "Compact now an import the server would compact a second after its last write",
-     "O(M) for M stored items"},
+     "O(M) for M stored items", "write"},
     {"seen.load", cmd_load, "write deny-oom", -3,
      REDISMODULE_CMD_KEY_OW | REDISMODULE_CMD_KEY_UPDATE,
-     "Create a key from a serialized set (AOF rewrite form)", "O(M) for M stored bytes"},
+     "Create a key from a serialized set (AOF rewrite form)", "O(M) for M stored bytes",
+     "write dangerous"},
 };
 
 static const RedisModuleCommandInfoVersion info_version = {
@@ -1159,6 +1163,17 @@ static int set_info(RedisModuleCtx *ctx, const char *name, const char *summary,
     return cmd ? RedisModule_SetCommandInfo(cmd, &info) : REDISMODULE_ERR;
 }
 
+/* ACL categories for a command (@read, @write, @dangerous).  Servers
+ * before 7.2 give module commands no categories at all and have no call to
+ * set them: there ACL rules name the commands (docs/commands.md, "ACL"). */
+static int set_acl(RedisModuleCtx *ctx, const char *name, const char *categories)
+{
+    if (RedisModule_SetCommandACLCategories == NULL)
+        return REDISMODULE_OK;
+    RedisModuleCommand *cmd = RedisModule_GetCommand(ctx, name);
+    return cmd ? RedisModule_SetCommandACLCategories(cmd, categories) : REDISMODULE_ERR;
+}
+
 int seen_commands_register(RedisModuleCtx *ctx)
 {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
@@ -1172,7 +1187,8 @@ int seen_commands_register(RedisModuleCtx *ctx)
         specs[0].find_keys_type = REDISMODULE_KSPEC_FK_RANGE;
         specs[0].fk.range.lastkey = 0;
         specs[0].fk.range.keystep = 1;
-        if (set_info(ctx, c->name, c->summary, c->complexity, c->arity, specs) != REDISMODULE_OK)
+        if (set_info(ctx, c->name, c->summary, c->complexity, c->arity, specs) != REDISMODULE_OK ||
+            set_acl(ctx, c->name, c->acl) != REDISMODULE_OK)
             return REDISMODULE_ERR;
     }
     /* Keys counted by numkeys: key specs give ACL the keys; Redis 7.0's
@@ -1190,7 +1206,9 @@ int seen_commands_register(RedisModuleCtx *ctx)
     specs[0].fk.keynum.keynumidx = 0;
     specs[0].fk.keynum.firstkey = 1;
     specs[0].fk.keynum.keystep = 1;
-    return set_info(ctx, "seen.mfilter",
-                    "Filter candidates against several sets at once; compact reply forms",
-                    "O(K * N log N) for K keys and N candidates", -5, specs);
+    if (set_info(ctx, "seen.mfilter",
+                 "Filter candidates against several sets at once; compact reply forms",
+                 "O(K * N log N) for K keys and N candidates", -5, specs) != REDISMODULE_OK)
+        return REDISMODULE_ERR;
+    return set_acl(ctx, "seen.mfilter", "read");
 }

@@ -9,6 +9,7 @@
 
 #define RM_API_DEFINE(ret, name, params) ret(*RedisModule_##name) params = NULL;
 RM_API_FUNCTIONS(RM_API_DEFINE)
+RM_API_OPTIONAL(RM_API_DEFINE)
 #undef RM_API_DEFINE
 
 typedef int (*get_api_fn)(const char *name, void *out);
@@ -27,6 +28,11 @@ int rm_api_init(RedisModuleCtx *ctx, const char *name, int version)
 #undef RM_API_LOOKUP
     if (missing)
         return REDISMODULE_ERR;
+#define RM_API_LOOKUP_OPTIONAL(ret, fn, params)                                                    \
+    if (get_api("RedisModule_" #fn, (void *)&RedisModule_##fn) != REDISMODULE_OK)                  \
+        RedisModule_##fn = NULL;
+    RM_API_OPTIONAL(RM_API_LOOKUP_OPTIONAL)
+#undef RM_API_LOOKUP_OPTIONAL
     if (RedisModule_IsModuleNameBusy(name))
         return REDISMODULE_ERR;
     RedisModule_SetModuleAttribs(ctx, name, version, REDISMODULE_APIVER_1);

@@ -272,8 +272,13 @@ typedef struct RedisModuleCommandInfo {
        RedisModuleConfigApplyFunc applyfn, void *privdata))                                        \
     X(int, LoadConfigs, (RedisModuleCtx * ctx))
 
+/* Functions of newer servers: NULL where the running server lacks them. */
+#define RM_API_OPTIONAL(X)                                                                         \
+    X(int, SetCommandACLCategories, (RedisModuleCommand * command, const char *categories))
+
 #define RM_API_DECLARE(ret, name, params) extern ret(*RedisModule_##name) params;
 RM_API_FUNCTIONS(RM_API_DECLARE)
+RM_API_OPTIONAL(RM_API_DECLARE)
 #undef RM_API_DECLARE
 
 /*
