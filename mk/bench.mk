@@ -1,6 +1,7 @@
 # mk/bench.mk — the side-by-side Redis benchmark (bench/bench_redis.c).
 #
-#   make bench        full run (< 5 min): bench/results/latest.md and PNG plots
+#   make bench        full run (< 6 min): bench/results/latest.md, PNG plots and
+#                     latency.md (make bench-latency alone: the slowest commands)
 #   make test-bench   smoke test (a few seconds): the program runs end to end
 #                     and writes a well-formed report; part of `make test`
 #
@@ -9,16 +10,25 @@
 BENCH_SRC = bench/bench_redis.c bench/driver.c
 BENCH_OUT ?= bench/results
 
-.PHONY: bench test-bench
+.PHONY: bench bench-latency test-bench
 
 # It links the core library to time the core alone on a twin of a key.
 $(BUILD)/bench/bench_redis: $(BENCH_SRC) bench/driver.h include/seen.h $(BUILD)/libseen.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(DEFS) -O2 -g -Iinclude $(BENCH_SRC) $(BUILD)/libseen.a -lhiredis -lm -o $@
 
-bench: $(BUILD)/seen.so $(BUILD)/bench/bench_redis
+bench: $(BUILD)/seen.so $(BUILD)/bench/bench_redis $(BUILD)/bench/bench_latency
 	$(BUILD)/bench/bench_redis --out $(BENCH_OUT) --command "make bench"
 	gnuplot -e "dir='$(BENCH_OUT)'" bench/plot.gp
+	$(BUILD)/bench/bench_latency --out $(BENCH_OUT)
+
+# How long the largest command of each kind holds the server (latency.md).
+$(BUILD)/bench/bench_latency: bench/bench_latency.c bench/driver.c bench/driver.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(DEFS) -O2 -g -Iinclude bench/bench_latency.c bench/driver.c -lhiredis -lm -o $@
+
+bench-latency: $(BUILD)/seen.so $(BUILD)/bench/bench_latency
+	$(BUILD)/bench/bench_latency --out $(BENCH_OUT)
 
 test-bench: $(BUILD)/seen.so $(BUILD)/bench/bench_redis
 	@rm -rf $(BUILD)/bench-smoke
