@@ -221,6 +221,20 @@ static bool source_parse(const item_source *src, item_batch *b, const char **err
     return item_batch_from_args(b, src->argv, src->argc, err);
 }
 
+/* The items of a write: as ITEMS with none, an empty BULK is an error, so
+ * a write of nothing is never replicated, logged or made to touch a key's
+ * TTL.  (A query of nothing answers nothing.) */
+static bool source_parse_write(const item_source *src, item_batch *b, const char **err)
+{
+    if (!source_parse(src, b, err))
+        return false;
+    if (b->n == 0) {
+        *err = "ERR BULK holds no items";
+        return false;
+    }
+    return true;
+}
+
 static void repl_items(RedisModuleCtx *ctx, repl_args *r, const item_source *src)
 {
     if (src->bulk) {
@@ -276,7 +290,7 @@ static bool write_begin(RedisModuleCtx *ctx, RedisModuleString *name, bool has_n
         RedisModule_ReplyWithError(ctx, err);
         return false;
     }
-    if (!source_parse(src, b, &err)) {
+    if (!source_parse_write(src, b, &err)) {
         item_batch_free(b);
         RedisModule_ReplyWithError(ctx, err);
         return false;

@@ -159,6 +159,7 @@ typedef struct key_options {
     seen_policy policy;
     bool expiry;
     int64_t jitter_ms; /* -1: draw one when the key is made */
+    uint32_t given;    /* options named so far: each may be named once */
 } key_options;
 
 /* Defaults from the module configuration. */

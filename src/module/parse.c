@@ -73,6 +73,27 @@ bool parse_error_rate(const char *s, size_t len, double *out)
     char buf[64];
     if (len == 0 || len >= sizeof buf)
         return false;
+    /* Plain decimal only: digits, one point, an exponent.  strtod alone
+     * would also take leading spaces, hex floats and "inf". */
+    bool digits = false, point = false, exponent = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c >= '0' && c <= '9') {
+            digits = true;
+        } else if (c == '.' && !point && !exponent) {
+            point = true;
+        } else if ((c == 'e' || c == 'E') && digits && !exponent && i + 1 < len) {
+            exponent = true;
+            if (s[i + 1] == '+' || s[i + 1] == '-')
+                i++;
+            if (i + 1 >= len)
+                return false;
+        } else {
+            return false;
+        }
+    }
+    if (!digits)
+        return false;
     memcpy(buf, s, len);
     buf[len] = '\0';
     char *end;
@@ -194,6 +215,23 @@ void key_options_default(key_options *o)
     o->policy = seen_cfg.policy;
     o->expiry = seen_cfg.key_expiry && seen_cfg.policy.window_ms > 0;
     o->jitter_ms = -1;
+    o->given = 0;
+}
+
+/* The options of a key, each of which may be named once; ERROR and EXACT
+ * are one option. */
+static const char *const option_names[] = {"WINDOW", "SLICES", "ERROR",      "CAPACITY",
+                                           "IDS",    "EXPIRY", "EXACTLIMIT", "JITTER"};
+enum { OPT_ERROR = 2 };
+
+static int option_index(RedisModuleString *name)
+{
+    if (arg_is(name, "EXACT"))
+        return OPT_ERROR;
+    for (int k = 0; k < (int)(sizeof option_names / sizeof option_names[0]); k++)
+        if (arg_is(name, option_names[k]))
+            return k;
+    return -1;
 }
 
 int key_option_parse(key_options *o, RedisModuleString **argv, int argc, int *i, const char **err)
@@ -202,6 +240,16 @@ int key_option_parse(key_options *o, RedisModuleString **argv, int argc, int *i,
     bool has_value = *i + 1 < argc;
     size_t len = 0;
     const char *v = has_value ? RedisModule_StringPtrLen(argv[*i + 1], &len) : NULL;
+    int opt = option_index(name);
+    if (opt >= 0 && (o->given & (1u << opt))) {
+        static char msg[96];
+        snprintf(msg, sizeof msg, "ERR %s given twice%s", option_names[opt],
+                 opt == OPT_ERROR ? " (ERROR and EXACT are the same option)" : "");
+        *err = msg;
+        return -1;
+    }
+    if (opt >= 0)
+        o->given |= 1u << opt;
 
     if (arg_is(name, "EXACT")) {
         o->policy.error = 0.0;

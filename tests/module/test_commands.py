@@ -196,9 +196,17 @@ def test_insert_items_and_bulk(r):
     assert r.execute_command("SEEN.INSERT", "k", "BULK", "b\nc\nd\n") == 2
     assert r.execute_command("SEEN.INSERT", "k", "ITEMS", "ITEMS", "BULK", "AT") == 3
     assert r.execute_command("SEEN.COUNT", "k") == 7
-    assert r.execute_command("SEEN.INSERT", "k", "BULK", "") == 0
+    # A write of nothing is refused, as ITEMS with none is: it must not be
+    # replicated, logged or touch the key.
+    dump = r.dump("k")
+    with pytest.raises(ERR, match="BULK holds no items"):
+        r.execute_command("SEEN.INSERT", "k", "BULK", "")
+    with pytest.raises(ERR, match="BULK holds no items"):
+        r.execute_command("SEEN.REMOVE", "k", "BULK", "\n")
+    assert r.dump("k") == dump
+    with pytest.raises(ERR, match="BULK holds no items"):
+        r.execute_command("SEEN.INSERT", "new", "BULK", "")
     # Nothing to hold: no key is made.
-    assert r.execute_command("SEEN.INSERT", "new", "BULK", "") == 0
     assert r.execute_command("SEEN.ADD", "new", "AT", "0", "too-old") == 0
     assert not r.exists("new")
 
@@ -530,3 +538,26 @@ def test_exact_limit_config(r):
     finally:
         r.config_set("seen.exact-limit", 128)
     assert r.config_get("seen.exact-limit") == {"seen.exact-limit": "128"}
+
+
+def test_options_named_once_and_numbers_strict(r):
+    for args, message in [(("ERROR", "0.01", "EXACT"), "ERROR given twice"),
+                          (("EXACT", "ERROR", "0.01"), "ERROR given twice"),
+                          (("WINDOW", "1d", "WINDOW", "2d"), "WINDOW given twice"),
+                          (("SLICES", "4", "SLICES", "4"), "SLICES given twice"),
+                          (("IDS", "INT", "IDS", "STR"), "IDS given twice")]:
+        with pytest.raises(ERR, match=message):
+            r.execute_command("SEEN.RESERVE", "k", *args)
+        with pytest.raises(ERR, match=message):
+            r.execute_command("SEEN.INSERT", "k", *args, "ITEMS", "a")
+    assert not r.exists("k")
+    # Plain decimals only: no spaces, hex floats, infinities or dangling
+    # exponents.
+    for bad in (" 0.01", "0.01 ", "0x1p-7", "inf", "1e", "1e+", ".", "1..2", "+0.01", "0.01e-"):
+        with pytest.raises(ERR, match="error rate"):
+            r.execute_command("SEEN.RESERVE", "k", "ERROR", bad)
+    for good in ("0.01", ".01", "1e-3", "1E-3", "2.5e-2"):
+        r.execute_command("SEEN.RESERVE", "k" + good, "ERROR", good)
+    for bad in (" 4", "4 ", "+4", "0x4"):
+        with pytest.raises(ERR, match="slices"):
+            r.execute_command("SEEN.RESERVE", "k", "SLICES", bad)
