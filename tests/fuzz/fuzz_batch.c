@@ -174,7 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t rm_seq = 0, fresh = 0;
     size_t items = 0;
     /* The model's capacity ranks cost the square of what it holds once
-     * times go out of order: past 800 items it stops, and the
+     * times go out of order: past 300 items it stops, and the
      * program goes on checking the set itself and its round trips. */
     bool modelled = true;
     for (int op = 0; in.at < in.n && op < MAX_OPS && items < MAX_ITEMS; op++) {
@@ -260,7 +260,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (seen__set_check(s) != SEEN_OK)
             abort();
         s = round_trip(s, op & 1);
-        if (modelled && p.capacity && m.n > 800)
+        if (modelled && p.capacity && m.n > 300)
             modelled = false;
         if (modelled)
             check_model(s, &m, now, rm_seq, &r);
