@@ -186,7 +186,13 @@ bool event_from_json(const struct event_spec *spec, const char *text, size_t len
     ev->item = NULL;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        snprintf(err, errlen, "bad JSON at byte %d: %s", jerr.position, jerr.text);
+        if (json_error_code(&jerr) == json_error_null_character)
+            snprintf(err, errlen,
+                     "a field holds a NUL byte (\\u0000, at byte %d): items and keys "
+                     "may not contain one",
+                     jerr.position);
+        else
+            snprintf(err, errlen, "bad JSON at byte %d: %s", jerr.position, jerr.text);
         return false;
     }
     /* The item may point into root, so root lives until event_release. */

@@ -246,16 +246,26 @@ static int64_t kafka_lag(struct source *s)
     if (rd_kafka_assignment(k->consumer, &parts) || !parts)
         return -1;
     int64_t lag = -1;
-    rd_kafka_position(k->consumer, parts);
+    /* From the committed offsets, so messages read but not yet committed
+     * (what a crash now would deliver again) count; the consumer's
+     * position where the group has committed nothing. */
+    rd_kafka_topic_partition_list_t *pos_list = rd_kafka_topic_partition_list_copy(parts);
+    rd_kafka_position(k->consumer, pos_list);
+    if (rd_kafka_committed(k->consumer, parts, 1000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        for (int i = 0; i < parts->cnt; i++)
+            parts->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
     for (int i = 0; i < parts->cnt; i++) {
         int64_t lo, hi;
         const rd_kafka_topic_partition_t *p = &parts->elems[i];
         /* Cached watermarks (from fetch responses): no broker round trip. */
         if (rd_kafka_get_watermark_offsets(k->consumer, p->topic, p->partition, &lo, &hi) || hi < 0)
             continue;
-        int64_t pos = p->offset >= 0 ? p->offset : lo;
+        int64_t pos = p->offset >= 0                   ? p->offset
+                      : pos_list->elems[i].offset >= 0 ? pos_list->elems[i].offset
+                                                       : lo;
         lag = (lag < 0 ? 0 : lag) + (hi > pos ? hi - pos : 0);
     }
+    rd_kafka_topic_partition_list_destroy(pos_list);
     rd_kafka_topic_partition_list_destroy(parts);
     return lag;
 }

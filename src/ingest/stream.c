@@ -326,7 +326,7 @@ static int64_t stream_lag(struct source *src)
         for (size_t g = 0; r->type == REDIS_REPLY_ARRAY && g < r->elements; g++) {
             const redisReply *info = r->element[g];
             bool ours = false;
-            long long group_lag = -1;
+            long long group_lag = -1, group_pending = 0;
             for (size_t f = 0; info->type == REDIS_REPLY_ARRAY && f + 1 < info->elements; f += 2) {
                 const char *name = info->element[f]->str;
                 const redisReply *v = info->element[f + 1];
@@ -334,9 +334,13 @@ static int64_t stream_lag(struct source *src)
                     ours = strcmp(v->str, src->cfg->group) == 0;
                 if (strcmp(name, "lag") == 0 && v->type == REDIS_REPLY_INTEGER)
                     group_lag = v->integer;
+                if (strcmp(name, "pending") == 0 && v->type == REDIS_REPLY_INTEGER)
+                    group_pending = v->integer;
             }
+            /* Not yet delivered, plus delivered but not acknowledged: what
+             * a crash now would make the group read again. */
             if (ours && group_lag >= 0)
-                lag = (lag < 0 ? 0 : lag) + group_lag;
+                lag = (lag < 0 ? 0 : lag) + group_lag + group_pending;
         }
         freeReplyObject(r);
     }

@@ -121,6 +121,9 @@ static void test_json_events(void **state)
                "out of range");
     expect_bad(&spec, "{\"user\":\"u\",\"user\":\"w\",\"item\":\"v\",\"ts\":1,\"kind\":\"k\"}",
                "duplicate");
+    /* A NUL byte is reported in our words, not the JSON library's. */
+    expect_bad(&spec, "{\"user\":\"u\",\"item\":\"a\\u0000b\",\"ts\":1,\"kind\":\"k\"}",
+               "holds a NUL byte");
 
     char big[700];
     snprintf(big, sizeof big, "{\"user\":\"u\",\"item\":\"%0512d\",\"ts\":1,\"kind\":\"k\"}", 0);
