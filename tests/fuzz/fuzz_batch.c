@@ -22,16 +22,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-typedef struct input {
-    const uint8_t *p;
-    size_t n, at;
-} input;
-
-static uint8_t next(input *in)
-{
-    return in->at < in->n ? in->p[in->at++] : 0;
-}
-
 enum { MAX_BATCH = 3000, MAX_ITEMS = 60000, MAX_OPS = 400 };
 
 /* The items of one batch, as integers and as strings. */
@@ -43,10 +33,10 @@ typedef struct batch {
     size_t n;
 } batch;
 
-static void fill_ids(batch *b, input *in, rng *r, size_t n, uint64_t *fresh)
+static void fill_ids(batch *b, fuzz_input *in, rng *r, size_t n, uint64_t *fresh)
 {
-    uint8_t mode = next(in);
-    uint64_t base = (uint64_t)next(in) << 12;
+    uint8_t mode = fuzz_next(in);
+    uint64_t base = (uint64_t)fuzz_next(in) << 12;
     b->n = n;
     for (size_t i = 0; i < n; i++) {
         switch (mode % 5) {
@@ -73,9 +63,9 @@ static void fill_ids(batch *b, input *in, rng *r, size_t n, uint64_t *fresh)
 
 /* Times: none (now), or spread over 1-4 windows before now in time order,
  * reverse or at random. */
-static bool fill_times(batch *b, input *in, rng *r, int64_t now, int64_t span_unit)
+static bool fill_times(batch *b, fuzz_input *in, rng *r, int64_t now, int64_t span_unit)
 {
-    uint8_t mode = next(in);
+    uint8_t mode = fuzz_next(in);
     if (mode % 4 == 0)
         return false;
     uint64_t span = (uint64_t)span_unit * (1 + (mode >> 2) % 4) + 1;
@@ -113,18 +103,6 @@ static seen_set *round_trip(seen_set *s, bool keep_loaded)
     return s;
 }
 
-static bool is_seen(const seen_set *s, uint64_t id, int64_t now)
-{
-    uint8_t f = 0;
-    str_item it;
-    make_str(&it, id);
-    seen_err e = s->policy.ids == SEEN_IDS_INT ? seen_filter_int(s, &id, 1, now, &f)
-                                               : seen_filter_str(s, &it.s, 1, now, &f);
-    if (e != SEEN_OK)
-        abort();
-    return f;
-}
-
 /* Items of the model must be seen where it says so; approximate removes
  * may take colliding fingerprints along, so items last added before the
  * last such remove are not held to it. */
@@ -133,12 +111,12 @@ static void check_model(const seen_set *s, model *m, int64_t now, uint64_t rm_se
     for (size_t k = 0; k < 64 && m->n > 0; k++) {
         model_item *it = &m->items[m->used[rng_below(r, m->n)]];
         expect e = model_expect(m, it->id, now);
-        if (e == MUST_SEE && it->seq >= rm_seq && !is_seen(s, it->id, now)) {
+        if (e == MUST_SEE && it->seq >= rm_seq && !set_sees(s, it->id, now)) {
             fprintf(stderr, "false negative: id %llu\n", (unsigned long long)it->id);
             abort();
         }
         if (e == MUST_NOT_SEE && s->policy.error == 0 && s->policy.ids == SEEN_IDS_INT &&
-            is_seen(s, it->id, now)) {
+            set_sees(s, it->id, now)) {
             fprintf(stderr, "exact set sees id %llu\n", (unsigned long long)it->id);
             abort();
         }
@@ -148,12 +126,12 @@ static void check_model(const seen_set *s, model *m, int64_t now, uint64_t rm_se
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     alloc_install_classes(); /* as under Redis: large runs take two blocks */
-    input in = {data, size, 0};
+    fuzz_input in = {data, size, 0};
     static const uint64_t windows[] = {0, 1000, 600000, 86400000, 90ull * 86400000, 0};
     static const double errors[] = {0, 0.1, 0.01, 0.001, 1e-6, 0.001};
     static const uint64_t caps[] = {0, 0, 1, 10, 64, 1000, 8192, 1000000};
     static const uint32_t limits[] = {0, 8, 128, 1024};
-    uint8_t a = next(&in), b = next(&in), c = next(&in);
+    uint8_t a = fuzz_next(&in), b = fuzz_next(&in), c = fuzz_next(&in);
     seen_policy p = {windows[a % 6],
                      (uint32_t)(b % 64) + 1,
                      errors[c % 6],
@@ -178,7 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * program goes on checking the set itself and its round trips. */
     bool modelled = true;
     for (int op = 0; in.at < in.n && op < MAX_OPS && items < MAX_ITEMS; op++) {
-        uint8_t code = next(&in), nb = next(&in);
+        uint8_t code = fuzz_next(&in), nb = fuzz_next(&in);
         size_t n = (code & 0x80) ? 1 + (size_t)nb * 12 : 1 + (size_t)(nb % 16);
         if (n > MAX_BATCH)
             n = MAX_BATCH;
@@ -213,7 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             for (size_t i = 0; i < n; i++) {
                 model_remove(&m, bt->ids[i]);
-                if (p.error == 0 && is_seen(s, bt->ids[i], now))
+                if (p.error == 0 && set_sees(s, bt->ids[i], now))
                     abort();
             }
             if (p.error > 0)
@@ -231,7 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 seen_query_run(s, q, now, one) != SEEN_OK)
                 abort();
             for (size_t i = 0; i < n; i++)
-                if ((one[i] && !both[i]) || one[i] != is_seen(s, bt->ids[i], now))
+                if ((one[i] && !both[i]) || one[i] != set_sees(s, bt->ids[i], now))
                     abort();
             free(both);
             free(one);

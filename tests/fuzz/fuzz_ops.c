@@ -15,20 +15,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-typedef struct cursor {
-    const uint8_t *p;
-    size_t n, at;
-} cursor;
-
-static uint8_t next(cursor *c)
-{
-    return c->at < c->n ? c->p[c->at++] : 0;
-}
-static bool more(const cursor *c)
-{
-    return c->at < c->n;
-}
-
 static seen_err add_one(seen_set *s, uint64_t id, const int64_t *at, int64_t now, size_t *added)
 {
     if (s->policy.ids == SEEN_IDS_INT)
@@ -38,26 +24,10 @@ static seen_err add_one(seen_set *s, uint64_t id, const int64_t *at, int64_t now
     return seen_add_str(s, &it.s, 1, at, now, added);
 }
 
-static bool is_seen(const seen_set *s, uint64_t id, int64_t now)
-{
-    uint8_t f = 0;
-    seen_err e;
-    if (s->policy.ids == SEEN_IDS_INT) {
-        e = seen_filter_int(s, &id, 1, now, &f);
-    } else {
-        str_item it;
-        make_str(&it, id);
-        e = seen_filter_str(s, &it.s, 1, now, &f);
-    }
-    if (e != SEEN_OK)
-        abort();
-    return f;
-}
-
 static void check(const seen_set *s, const model *m, uint64_t id, int64_t now)
 {
     expect e = model_expect(m, id, now);
-    bool f = is_seen(s, id, now);
+    bool f = set_sees(s, id, now);
     if (e == MUST_SEE && !f) {
         fprintf(stderr, "false negative: id %llu\n", (unsigned long long)id);
         abort();
@@ -71,13 +41,13 @@ static void check(const seen_set *s, const model *m, uint64_t id, int64_t now)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     alloc_install_classes(); /* as under Redis: large runs take their two-block layout */
-    cursor c = {data, size, 0};
+    fuzz_input c = {data, size, 0};
     static const uint64_t windows[] = {0, 1000, 100000, 90ull * 86400000};
     static const uint32_t slices[] = {1, 2, 3, 4, 8, 64};
     static const double errors[] = {0, 0.01, 0.001, 0.1};
     static const uint64_t caps[] = {0, 0, 10, 100};
     static const uint32_t limits[] = {0, 8, 128, 4};
-    uint8_t a = next(&c), b = next(&c);
+    uint8_t a = fuzz_next(&c), b = fuzz_next(&c);
     seen_policy p = {windows[a & 3],
                      slices[(a >> 2) % 6],
                      errors[(a >> 5) & 3],
@@ -94,14 +64,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t now = 1763700000000;
     int64_t w = (int64_t)p.window_ms;
     bool removed_any = false;
-    for (int steps = 0; more(&c) && steps < 2000; steps++) {
-        uint8_t op = next(&c);
-        uint64_t id = next(&c) % 64;
+    for (int steps = 0; fuzz_more(&c) && steps < 2000; steps++) {
+        uint8_t op = fuzz_next(&c);
+        uint64_t id = fuzz_next(&c) % 64;
         switch (op % 8) {
         case 0:
         case 1:
         case 2: { /* add, maybe late */
-            int64_t back = (op & 0x80) && w ? (int64_t)((uint64_t)next(&c) * (uint64_t)w / 160) : 0;
+            int64_t back =
+                (op & 0x80) && w ? (int64_t)((uint64_t)fuzz_next(&c) * (uint64_t)w / 160) : 0;
             int64_t t = now - back;
             size_t added = 0;
             expect before = model_expect(&m, id, now);
@@ -136,13 +107,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 }
                 model_remove(&m, id);
                 removed_any = true;
-                if (is_seen(s, id, now))
+                if (set_sees(s, id, now))
                     abort();
             }
             break;
         case 5:
             model_observe(&m, now);
-            now += (int64_t)next(&c) * (w ? w / 64 + 1 : 1000);
+            now += (int64_t)fuzz_next(&c) * (w ? w / 64 + 1 : 1000);
             model_observe(&m, now);
             break;
         case 6: {

@@ -417,3 +417,15 @@ expect model_expect(const model *m, uint64_t id, int64_t q)
     }
     return e;
 }
+
+bool set_sees(const seen_set *s, uint64_t id, int64_t now)
+{
+    uint8_t f = 0;
+    str_item it;
+    make_str(&it, id);
+    seen_err e = seen_get_policy(s)->ids == SEEN_IDS_INT ? seen_filter_int(s, &id, 1, now, &f)
+                                                         : seen_filter_str(s, &it.s, 1, now, &f);
+    if (e != SEEN_OK)
+        abort();
+    return f;
+}

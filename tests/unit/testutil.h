@@ -102,4 +102,26 @@ size_t model_rank_newer(const model *m, const model_item *it, int64_t q);
 size_t model_surely_newer(const model *m, const model_item *it, int64_t q);
 model_item *model_find(const model *m, uint64_t id);
 
+/* ------------------------------------------------------------ fuzz input */
+
+/* A fuzz input read byte by byte; past its end every byte reads 0. */
+typedef struct fuzz_input {
+    const uint8_t *p;
+    size_t n, at;
+} fuzz_input;
+
+static inline uint8_t fuzz_next(fuzz_input *in)
+{
+    return in->at < in->n ? in->p[in->at++] : 0;
+}
+
+static inline bool fuzz_more(const fuzz_input *in)
+{
+    return in->at < in->n;
+}
+
+/* Whether the set sees item `id` (as an integer or as make_str's string,
+ * by the set's kind) at `now`; aborts if the query fails. */
+bool set_sees(const seen_set *s, uint64_t id, int64_t now);
+
 #endif
