@@ -916,9 +916,10 @@ static double time_write(const seen_policy *p, const probe_items *pi, size_t hel
 }
 
 /* Every write is near-linear in the items it brings plus the items the key
- * holds, under every policy family: doubling both must not quadruple the
- * time (ratios measured in one run, best of three, so a shared machine's
- * noise does not decide). */
+ * holds, under every policy family: four times both must cost well under
+ * the 16 times a quadratic write would (ratios measured in one run, best of
+ * three; the margin covers caches that large batches outgrow, which make
+ * linear work cost up to ~1.25x per doubling here). */
 static void test_writes_near_linear(void **state)
 {
     (void)state;
@@ -942,15 +943,17 @@ static void test_writes_near_linear(void **state)
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
         const seen_policy *p = &families[f].p;
         /* A batch of n into a set holding n, against 2n into 2n. */
-        double a1 = time_write(p, &pi, N / 2, N / 2, false);
+        double a1 = time_write(p, &pi, N / 4, N / 4, false);
         double a2 = time_write(p, &pi, N, N, false);
         /* Removing one item from a set of n, against 2n. */
-        double r1 = time_write(p, &pi, N, 1, true);
-        double r2 = time_write(p, &pi, 2 * N, 1, true);
-        fprintf(stderr, "[stat] %s: add x2 -> %.2fx time, remove from x2 -> %.2fx\n",
+        /* (Sizes off multiples of a bucket's items: there a delete changes
+         * the run's bucket count and rebuilds it, a different path.) */
+        double r1 = time_write(p, &pi, N / 2 + 5, 1, true);
+        double r2 = time_write(p, &pi, 2 * N + 5, 1, true);
+        fprintf(stderr, "[stat] %s: add x4 -> %.2fx time, remove from x4 -> %.2fx\n",
                 families[f].name, a2 / (a1 > 1e-6 ? a1 : 1e-6), r2 / (r1 > 1e-6 ? r1 : 1e-6));
-        assert_true(a2 < 3.0 * a1 + 0.002);
-        assert_true(r2 < 3.0 * r1 + 0.002);
+        assert_true(a2 < 8.0 * a1 + 0.002);
+        assert_true(r2 < 8.0 * r1 + 0.002);
     }
     items_free(&pi);
 }
