@@ -7,7 +7,7 @@
  * Grammar (docs/commands.md is the user's reference):
  *   SEEN.RESERVE key [policy options]
  *   SEEN.ADD     key [AT ms] item [item ...]
- *   SEEN.INSERT  key [AT ms] [NOCREATE] [policy options] ITEMS item ... | BULK items
+ *   SEEN.INSERT  key [AT ms | TIMED] [NOCREATE] [policy options] ITEMS item ... | BULK items
  *   SEEN.FILTER  key item [item ...]
  *   SEEN.MFILTER numkeys key ... [AT ms] [REPLY UNSEEN|FLAGS|INDEXES]
  *                ITEMS item ... | BULK items
@@ -18,7 +18,7 @@
  *   SEEN.LOAD    key [EXPIRY ON|OFF] [JITTER ms] [OFFSET n TOTAL n] blob
  * Options never mix with items: the forms that take options end them with
  * ITEMS or BULK, so an item may be called anything.  SEEN.ADD keeps the
- * short form the issue fixed; there `AT` right after the key is always the
+ * short form; there `AT` right after the key is always the
  * option.
  *
  * Replication.  Every write depends on the clock: the core forgets slices
@@ -215,6 +215,7 @@ typedef struct item_source {
     RedisModuleString **argv;
     int argc;
     RedisModuleString *bulk;
+    bool timed; /* each item comes with its time (SEEN.INSERT ... TIMED) */
 } item_source;
 
 static bool source_parse(const item_source *src, item_batch *b, const char **err)
@@ -227,9 +228,12 @@ static bool source_parse(const item_source *src, item_batch *b, const char **err
 /* The items of a write: as ITEMS with none, an empty BULK is an error, so
  * a write of nothing is never replicated, logged or made to touch a key's
  * TTL.  (A query of nothing answers nothing.) */
-static bool source_parse_write(const item_source *src, item_batch *b, const char **err)
+static bool source_parse_write(const item_source *src, item_batch *b, int64_t **at,
+                               const char **err)
 {
-    if (!source_parse(src, b, err))
+    *at = NULL;
+    if (src->timed ? !item_batch_timed(b, src->argv, src->argc, src->bulk, at, err)
+                   : !source_parse(src, b, err))
         return false;
     if (b->n == 0) {
         *err = "ERR BULK holds no items";
@@ -240,6 +244,8 @@ static bool source_parse_write(const item_source *src, item_batch *b, const char
 
 static void repl_items(RedisModuleCtx *ctx, repl_args *r, const item_source *src)
 {
+    if (src->timed)
+        repl_word(ctx, r, "TIMED");
     if (src->bulk) {
         repl_word(ctx, r, "BULK");
         repl_push(r, src->bulk, false);
@@ -281,25 +287,31 @@ static bool is_source_word(RedisModuleString *arg)
 }
 
 /*
- * The common start of a write: resolve its time, parse its items, open its
- * key.  On any error it replies, frees what it made and returns false.
+ * The common start of a write: resolve its time, parse its items (and
+ * their times, for TIMED: *at, which the caller frees), open its key.  On
+ * any error it replies, frees what it made and returns false.
  */
 static bool write_begin(RedisModuleCtx *ctx, RedisModuleString *name, bool has_now, int64_t *now,
-                        const item_source *src, item_batch *b, RedisModuleKey **key, seen_key **k)
+                        const item_source *src, item_batch *b, int64_t **at, RedisModuleKey **key,
+                        seen_key **k)
 {
     const char *err;
+    *at = NULL;
     if ((err = resolve_now(ctx, has_now, now))) {
         memset(b, 0, sizeof *b);
         RedisModule_ReplyWithError(ctx, err);
         return false;
     }
-    if (!source_parse_write(src, b, &err)) {
+    if (!source_parse_write(src, b, at, &err)) {
         item_batch_free(b);
         RedisModule_ReplyWithError(ctx, err);
         return false;
     }
     if (!open_seen_key(ctx, name, REDISMODULE_WRITE, key, k)) {
         item_batch_free(b);
+        if (*at)
+            RedisModule_Free(*at);
+        *at = NULL;
         return false;
     }
     return true;
@@ -361,6 +373,7 @@ static int cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 typedef struct add_request {
     key_options create; /* policy of the key if this makes it */
     bool nocreate;
+    bool timed;
     bool has_at;
     int64_t at;
     bool has_now;
@@ -373,12 +386,12 @@ static int do_add(RedisModuleCtx *ctx, RedisModuleString *name, add_request *q)
     item_batch b;
     RedisModuleKey *key;
     seen_key *k;
-    if (!write_begin(ctx, name, q->has_now, &q->now, &q->items, &b, &key, &k))
+    int64_t *at;
+    if (!write_begin(ctx, name, q->has_now, &q->now, &q->items, &b, &at, &key, &k))
         return REDISMODULE_OK;
     const char *err = NULL;
     seen_set *fresh = NULL;
     seen_err e = SEEN_OK;
-    int64_t *at = NULL;
     size_t added = 0;
     if (k == NULL) {
         if (q->nocreate)
@@ -390,7 +403,7 @@ static int do_add(RedisModuleCtx *ctx, RedisModuleString *name, add_request *q)
     bool ints = set && seen_get_policy(set)->ids == SEEN_IDS_INT;
     if (!err && e == SEEN_OK && ints)
         item_batch_ints(&b, &err);
-    if (!err && e == SEEN_OK && q->has_at) {
+    if (!err && e == SEEN_OK && q->has_at) { /* one time for every item */
         at = RedisModule_Alloc((b.n ? b.n : 1) * sizeof *at);
         for (size_t i = 0; i < b.n; i++)
             at[i] = q->at;
@@ -452,7 +465,7 @@ static int cmd_add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         q.has_at = true;
         first = 4;
     }
-    q.items = (item_source){argv + first, argc - first, NULL};
+    q.items = (item_source){argv + first, argc - first, NULL, false};
     return do_add(ctx, argv[1], &q);
 }
 
@@ -476,6 +489,9 @@ static int cmd_insert(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         } else if (arg_is(argv[i], "NOCREATE")) {
             q.nocreate = true;
             i++;
+        } else if (arg_is(argv[i], "TIMED")) {
+            q.timed = true;
+            i++;
         } else {
             int r = key_option_parse(&q.create, argv, argc, &i, &err);
             if (r < 0)
@@ -486,8 +502,12 @@ static int cmd_insert(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     }
     if (i >= argc)
         return RedisModule_ReplyWithError(ctx, "ERR ITEMS or BULK expected after the options");
+    if (q.timed && q.has_at)
+        return RedisModule_ReplyWithError(ctx, "ERR AT and TIMED exclude each other: TIMED gives "
+                                               "each item its own time");
     if (!source_take(argv, argc, i, &q.items, &err))
         return RedisModule_ReplyWithError(ctx, err);
+    q.items.timed = q.timed;
     return do_add(ctx, argv[1], &q);
 }
 
@@ -623,7 +643,7 @@ static int cmd_filter(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
     if (argc < 3)
         return RedisModule_WrongArity(ctx);
-    filter_request q = {argv + 1, 1, false, 0, REPLY_UNSEEN, {argv + 2, argc - 2, NULL}};
+    filter_request q = {argv + 1, 1, false, 0, REPLY_UNSEEN, {argv + 2, argc - 2, NULL, false}};
     return do_filter(ctx, &q);
 }
 
@@ -676,7 +696,7 @@ static int cmd_mfilter(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         return RedisModule_ReplyWithError(ctx, msg);
     }
 
-    filter_request q = {argv + 2, numkeys, false, 0, REPLY_UNSEEN, {NULL, 0, NULL}};
+    filter_request q = {argv + 2, numkeys, false, 0, REPLY_UNSEEN, {NULL, 0, NULL, false}};
     const char *err = NULL;
     int i = 2 + numkeys;
     while (i < argc && !is_source_word(argv[i])) {
@@ -719,7 +739,8 @@ static int do_remove(RedisModuleCtx *ctx, RedisModuleString *name, bool has_now,
     item_batch b;
     RedisModuleKey *key;
     seen_key *k;
-    if (!write_begin(ctx, name, has_now, &now, src, &b, &key, &k))
+    int64_t *unused_at; /* stays NULL: removals take no times */
+    if (!write_begin(ctx, name, has_now, &now, src, &b, &unused_at, &key, &k))
         return REDISMODULE_OK;
     const char *err = NULL;
     if (k == NULL) {
@@ -757,7 +778,7 @@ static int cmd_del(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
     if (argc < 3)
         return RedisModule_WrongArity(ctx);
-    item_source src = {argv + 2, argc - 2, NULL};
+    item_source src = {argv + 2, argc - 2, NULL, false};
     return do_remove(ctx, argv[1], false, 0, &src);
 }
 

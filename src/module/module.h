@@ -150,6 +150,10 @@ typedef struct item_batch {
  * returns false and sets *err to a reply-ready message. */
 bool item_batch_from_args(item_batch *b, RedisModuleString **argv, int n, const char **err);
 bool item_batch_from_bulk(item_batch *b, RedisModuleString *bulk, const char **err);
+/* TIMED items: argv holds pairs "ms item" (bulk NULL), or bulk holds lines
+ * "ms item".  *at receives the times (RedisModule_Alloc'd, b->n entries). */
+bool item_batch_timed(item_batch *b, RedisModuleString **argv, int argc, RedisModuleString *bulk,
+                      int64_t **at, const char **err);
 /* Parse every item as an unsigned 64-bit decimal integer. */
 bool item_batch_ints(item_batch *b, const char **err);
 void item_batch_free(item_batch *b);

@@ -144,7 +144,8 @@ bool item_batch_from_args(item_batch *b, RedisModuleString **argv, int n, const 
     return batch_lengths_ok(b, err);
 }
 
-bool item_batch_from_bulk(item_batch *b, RedisModuleString *bulk, const char **err)
+/* The lines of a BULK argument, their lengths not yet checked. */
+static bool bulk_lines(item_batch *b, RedisModuleString *bulk, const char **err)
 {
     memset(b, 0, sizeof *b);
     size_t len;
@@ -181,7 +182,74 @@ bool item_batch_from_bulk(item_batch *b, RedisModuleString *bulk, const char **e
         item_batch_free(b);
         return false;
     }
-    return batch_lengths_ok(b, err);
+    return true;
+}
+
+bool item_batch_from_bulk(item_batch *b, RedisModuleString *bulk, const char **err)
+{
+    return bulk_lines(b, bulk, err) && batch_lengths_ok(b, err);
+}
+
+static bool time_of(const char *s, size_t len, int64_t *out)
+{
+    uint64_t v;
+    if (!decimal_u64(s, len, &v) || v > (uint64_t)SEEN_MAX_TIME_MS)
+        return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+/* Items with their times: argument pairs (ITEMS ms item ...) or lines
+ * "ms item" (BULK: split at the first space, so an item may hold spaces). */
+bool item_batch_timed(item_batch *b, RedisModuleString **argv, int argc, RedisModuleString *bulk,
+                      int64_t **at, const char **err)
+{
+    memset(b, 0, sizeof *b);
+    *at = NULL;
+    if (bulk == NULL && argc % 2 != 0) {
+        *err = "ERR TIMED ITEMS takes pairs: ms item [ms item ...]";
+        return false;
+    }
+    size_t n = bulk ? 0 : (size_t)argc / 2;
+    if (bulk ? !bulk_lines(b, bulk, err) : !batch_size_ok(n, err))
+        return false;
+    if (bulk)
+        n = b->n;
+    else
+        b->strs = RedisModule_Alloc((n ? n : 1) * sizeof *b->strs);
+    int64_t *times = RedisModule_Alloc((n ? n : 1) * sizeof *times);
+    for (size_t i = 0; i < n; i++) {
+        const char *t, *item;
+        size_t tlen, ilen;
+        if (bulk) {
+            const char *line = b->strs[i].ptr, *sp = memchr(line, ' ', b->strs[i].len);
+            if (sp == NULL) {
+                *err = "ERR TIMED BULK lines are 'ms item'";
+                goto fail;
+            }
+            t = line;
+            tlen = (size_t)(sp - line);
+            item = sp + 1;
+            ilen = b->strs[i].len - tlen - 1;
+        } else {
+            t = RedisModule_StringPtrLen(argv[2 * i], &tlen);
+            item = RedisModule_StringPtrLen(argv[2 * i + 1], &ilen);
+        }
+        if (!time_of(t, tlen, &times[i])) {
+            *err = "ERR bad TIMED time: give ms since the epoch";
+            goto fail;
+        }
+        b->strs[i] = (seen_str){item, ilen};
+    }
+    b->n = n;
+    if (!batch_lengths_ok(b, err))
+        goto fail;
+    *at = times;
+    return true;
+fail:
+    RedisModule_Free(times);
+    item_batch_free(b);
+    return false;
 }
 
 bool item_batch_ints(item_batch *b, const char **err)

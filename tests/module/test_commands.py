@@ -211,6 +211,44 @@ def test_insert_items_and_bulk(r):
     assert not r.exists("new")
 
 
+def test_insert_timed(r):
+    now = server_ms(r)
+    r.execute_command("SEEN.RESERVE", "k", "WINDOW", "10d", "SLICES", "2")
+    # Every item with its own time: arguments in pairs, or "ms item" lines
+    # (split at the first space: items may hold spaces).
+    assert r.execute_command("SEEN.INSERT", "k", "TIMED", "ITEMS", now - 1000, "a",
+                             now - 8 * DAY, "b c") == 2
+    lines = "%d x y\n%d old\n%d ahead\n" % (now - 5 * DAY, now - 20 * DAY, now + DAY)
+    assert r.execute_command("SEEN.INSERT", "k", "TIMED", "BULK", lines) == 2
+    assert r.execute_command("SEEN.FILTER", "k", "a", "b c", "x y", "old", "ahead") == [b"old"]
+
+    # Each item lives by its own time t: seen before t + 10d, forgotten
+    # from t + 15d (window * (1 + 1/slices)).
+    def unseen_at(t):
+        return r.execute_command("SEEN.MFILTER", 1, "k", "AT", t, "ITEMS", "a", "b c", "x y")
+    assert unseen_at(now + DAY) == []
+    assert unseen_at(now + 7 * DAY) in ([b"b c"], [b"b c", b"x y"])  # never "a"
+    assert unseen_at(now + 9 * DAY) in ([b"b c"], [b"b c", b"x y"])
+    assert unseen_at(now + 10 * DAY) in ([b"b c", b"x y"], [b"a", b"b c", b"x y"])
+    assert unseen_at(now + 15 * DAY) == [b"a", b"b c", b"x y"]
+
+    dump = r.dump("k")
+    for args, message in [
+        (("TIMED", "ITEMS", now, "a", now), "takes pairs"),
+        (("TIMED", "BULK", "%d a\nb" % now), "lines are 'ms item'"),
+        (("TIMED", "BULK", "-5 a"), "bad TIMED time"),
+        (("TIMED", "ITEMS", "soon", "a"), "bad TIMED time"),
+        (("TIMED", "BULK", "%d " % now), "1 to 512 bytes"),
+        (("AT", now, "TIMED", "ITEMS", now, "a"), "AT and TIMED exclude each other"),
+        (("TIMED", "BULK", ""), "BULK holds no items"),
+    ]:
+        with pytest.raises(ERR, match=message):
+            r.execute_command("SEEN.INSERT", "k", *args)
+    assert r.dump("k") == dump
+    # The time prefix does not count against the 512-byte item limit.
+    assert r.execute_command("SEEN.INSERT", "k", "TIMED", "BULK", "%d %s" % (now, "z" * 512)) == 1
+
+
 def test_insert_creates_with_options_once(r):
     r.execute_command("SEEN.INSERT", "k", "WINDOW", "1h", "SLICES", "2", "ITEMS", "a")
     assert policy(r, "k")["window-ms"] == 3600000

@@ -45,7 +45,12 @@ def run(r, now, seed=1, prefix="w"):
 
     r.execute_command("SEEN.INSERT", k("ins"), "WINDOW", "1h", "SLICES", "3", "ITEMS", "i1", "i2")
     r.execute_command("SEEN.INSERT", k("ins"), "NOCREATE", "AT", now - 1000, "ITEMS", "i3")
-    return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins")]
+    # Each item with its own time (a back-filled stream), in both forms.
+    timed = ["t%d %d" % (i, rng.randrange(1000)) for i in range(4000)]
+    lines = ["%d %s" % (now - rng.randrange(20 * DAY), t) for t in timed]
+    r.execute_command("SEEN.INSERT", k("timed"), "WINDOW", "30d", "TIMED", "BULK", "\n".join(lines))
+    r.execute_command("SEEN.INSERT", k("timed"), "TIMED", "ITEMS", now - DAY, "t-a", now, "t-b")
+    return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed")]
 
 
 def candidates(seed=1):
@@ -53,6 +58,7 @@ def candidates(seed=1):
     out = ["c%020x" % rng.getrandbits(80) for _ in range(300)]
     out += ["s%d" % i for i in range(60)] + ["cap%d" % i for i in range(0, 3000, 7)]
     out += ["e1", "e2", "e3", "i1", "i2", "i3", "late1", "nothing", "x" * 300]
+    out += ["t%d %d" % (i, rng.randrange(1000)) for i in range(0, 4000, 13)] + ["t-a", "t-b"]
     return out
 
 
