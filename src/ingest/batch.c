@@ -1,13 +1,16 @@
 /* batch.c — collects events and writes them as few SEEN commands as
- * possible: one per key and event-time bucket.
+ * possible: one per key.
  *
- * `AT` stamps every item of a command with one time, so events of a key are
- * grouped by bucket (ts / --ts-granularity) and each group is written at the
- * latest event time in it: an item is then remembered at most one bucket
- * longer than its own time says, never shorter, which keeps the module's
- * "no false negatives inside the window" promise.  Large groups go as one
- * BULK argument (SEEN.INSERT), which Redis parses much faster than one
- * argument per item. */
+ * By default every item carries its own event time (SEEN.INSERT ... TIMED),
+ * so a key's events go in one command whatever their times: a back-filled
+ * stream or a migrated history costs as few commands as live traffic.  With
+ * --ts-granularity > 0 (a module without TIMED), `AT` stamps every item of a
+ * command with one time instead: events of a key are grouped by bucket
+ * (ts / granularity) and each group is written at the latest event time in
+ * it, so an item is remembered at most one bucket longer than its own time
+ * says, never shorter — the module's "no false negatives inside the window"
+ * holds either way.  Large groups go as one BULK argument, which Redis
+ * parses much faster than one argument per item. */
 #include "ingest.h"
 
 #include <stdio.h>
@@ -117,6 +120,12 @@ void writer_free(struct writer *w)
     w->policy_argc = 0;
 }
 
+/* The time bucket of an event; granularity 0 (TIMED writes): one bucket. */
+static int64_t bucket_of(int64_t ts, int64_t granularity)
+{
+    return granularity > 0 ? ts / granularity : 0;
+}
+
 /* qsort has no context argument in C11; flushing is single-threaded. */
 static const struct batch *sorting;
 static int64_t sorting_granularity;
@@ -133,7 +142,7 @@ static int compare_entries(const void *pa, const void *pb)
     int c = memcmp(arena + a->key_off, arena + b->key_off, a->key_len);
     if (c)
         return c;
-    int64_t ba = a->ts / sorting_granularity, bb = b->ts / sorting_granularity;
+    int64_t ba = bucket_of(a->ts, sorting_granularity), bb = bucket_of(b->ts, sorting_granularity);
     if (ba != bb)
         return ba < bb ? -1 : 1;
     if (a->item_len != b->item_len)
@@ -167,7 +176,10 @@ struct group {
 struct flush_state {
     struct writer *w;
     const struct batch *b;
+    bool timed;    /* every item with its own time (TIMED) */
     size_t *order; /* entry indices, sorted, duplicates removed */
+    int64_t *ts;   /* per order[] slot: the item's latest time in the batch */
+    char (*ts_text)[24];
     struct group *groups;
     size_t n_groups;
     struct buf bulk;
@@ -190,8 +202,8 @@ static void build_command(struct flush_state *fs, const struct group *g, size_t 
     const struct writer *w = fs->w;
     const struct batch *b = fs->b;
     size_t key_entry = fs->order[first];
-    bool insert = bulk || w->policy_argc > 0;
-    size_t argc = 4 + (insert ? (size_t)w->policy_argc + 1 : 0) + (bulk ? 1 : count);
+    bool insert = bulk || w->policy_argc > 0 || fs->timed;
+    size_t argc = 4 + (insert ? (size_t)w->policy_argc + 1 : 0) + (bulk ? 1 : 2 * count);
     const char **argv = xmalloc(argc * sizeof *argv);
     size_t *lens = xmalloc(argc * sizeof *lens);
     size_t k = 0;
@@ -201,8 +213,12 @@ static void build_command(struct flush_state *fs, const struct group *g, size_t 
     else
         ARG("SEEN.ADD", 8);
     ARG(entry_key(b, key_entry), b->entries[key_entry].key_len);
-    ARG("AT", 2);
-    ARG(g->at_text, strlen(g->at_text));
+    if (fs->timed) {
+        ARG("TIMED", 5);
+    } else {
+        ARG("AT", 2);
+        ARG(g->at_text, strlen(g->at_text));
+    }
     if (insert) {
         for (int p = 0; p < w->policy_argc; p++)
             ARG(w->policy_argv[p], strlen(w->policy_argv[p]));
@@ -213,9 +229,11 @@ static void build_command(struct flush_state *fs, const struct group *g, size_t 
             ARG("ITEMS", 5);
         }
     }
-    if (!bulk)
-        for (size_t i = first; i < first + count; i++)
-            ARG(entry_item(b, fs->order[i]), b->entries[fs->order[i]].item_len);
+    for (size_t i = first; !bulk && i < first + count; i++) {
+        if (fs->timed)
+            ARG(fs->ts_text[i], strlen(fs->ts_text[i]));
+        ARG(entry_item(b, fs->order[i]), b->entries[fs->order[i]].item_len);
+    }
 #undef ARG
     *cmd = (struct rcmd){.argc = (int)k,
                          .argv = argv,
@@ -239,6 +257,8 @@ static void free_commands(struct rcmd *cmds, size_t n)
 static void plan_groups(struct flush_state *fs, int64_t granularity, size_t bulk_threshold)
 {
     const struct batch *b = fs->b;
+    fs->timed = granularity == 0;
+    fs->ts = xmalloc(b->n * sizeof *fs->ts);
     size_t *order = xmalloc(b->n * sizeof *order);
     for (size_t i = 0; i < b->n; i++)
         order[i] = i;
@@ -255,11 +275,13 @@ static void plan_groups(struct flush_state *fs, int64_t granularity, size_t bulk
         struct group *g = fs->n_groups ? &fs->groups[fs->n_groups - 1] : NULL;
         const struct batch_entry *prev = n ? &b->entries[order[n - 1]] : NULL;
         bool same_group = g && g->count < MAX_COMMAND_ITEMS && same_key(b, prev, e) &&
-                          prev->ts / granularity == e->ts / granularity;
+                          bucket_of(prev->ts, granularity) == bucket_of(e->ts, granularity);
         if (same_group && same_item(b, prev, e)) {
             if (e->ts > g->at)
                 g->at = e->ts;
-            continue; /* the same item twice in one command */
+            if (e->ts > fs->ts[n - 1])
+                fs->ts[n - 1] = e->ts;
+            continue; /* the same item twice in one command: its latest time */
         }
         if (!same_group) {
             g = &fs->groups[fs->n_groups++];
@@ -267,10 +289,14 @@ static void plan_groups(struct flush_state *fs, int64_t granularity, size_t bulk
         }
         if (e->ts > g->at)
             g->at = e->ts;
+        fs->ts[n] = e->ts;
         order[n++] = order[i];
         g->count++;
     }
     fs->order = order;
+    fs->ts_text = xmalloc((n ? n : 1) * sizeof *fs->ts_text);
+    for (size_t i = 0; i < n; i++)
+        snprintf(fs->ts_text[i], sizeof fs->ts_text[i], "%lld", (long long)fs->ts[i]);
 
     fs->bulk.len = 0;
     for (size_t gi = 0; gi < fs->n_groups; gi++) {
@@ -286,6 +312,10 @@ static void plan_groups(struct flush_state *fs, int64_t granularity, size_t bulk
         g->bulk = true;
         g->bulk_off = fs->bulk.len;
         for (size_t i = g->first; i < g->first + g->count; i++) {
+            if (fs->timed) {
+                buf_append(&fs->bulk, fs->ts_text[i], strlen(fs->ts_text[i]));
+                buf_append(&fs->bulk, " ", 1);
+            }
             buf_append(&fs->bulk, entry_item(b, order[i]), b->entries[order[i]].item_len);
             buf_append(&fs->bulk, "\n", 1);
         }
@@ -322,11 +352,12 @@ static void report_failures(struct flush_state *fs, struct rcmd *cmd, const stru
     const struct batch *b = fs->b;
     for (size_t i = g->first; i < g->first + g->count; i++) {
         size_t e = fs->order[i];
+        int64_t at = fs->timed ? fs->ts[i] : g->at;
         log_msg(LOG_WARN, "redis refused item of key '%.*s': %s", (int)b->entries[e].key_len,
                 entry_key(b, e), cmd->error);
         stats.write_errors++;
         if (fs->w->on_failure)
-            fs->w->on_failure(fs->w->failure_ctx, entry_key(b, e), b->entries[e].key_len, g->at,
+            fs->w->on_failure(fs->w->failure_ctx, entry_key(b, e), b->entries[e].key_len, at,
                               entry_item(b, e), b->entries[e].item_len, cmd->error);
     }
 }
@@ -352,6 +383,8 @@ bool writer_flush(struct writer *w, struct batch *b)
     }
     free_commands(cmds, fs.n_groups);
     free(fs.order);
+    free(fs.ts);
+    free(fs.ts_text);
     free(fs.groups);
     buf_free(&fs.bulk);
     if (complete)

@@ -183,3 +183,48 @@ def test_redis_outage_holds_acks_and_sigterm_gives_up_in_time(make_server, inges
     ing.wait(lambda: drained(sc), 30, "all entries acknowledged once Redis is back")
     assert ing.stop() == 0
     assert missing_items(target.client(), expected) == {}
+
+
+def test_backfill_is_one_command_per_key(redis_server, ingesters):
+    # A back-filled stream: events spread over 30 days, every one at a
+    # different second.  Each item carries its own time (TIMED), so a batch
+    # costs one command per key; grouping by time bucket (--ts-granularity)
+    # costs about one per event.
+    client = redis_server.client()
+    day = 86_400_000
+    start = int(time.time() * 1000) - 30 * day
+    lines, expected = [], {}
+    for i in range(6000):
+        event = {"user": "u%d" % (i % 20), "item": "v%d" % i, "ts": start + i * (30 * day // 6000),
+                 "kind": "play"}
+        lines.append(json.dumps(event))
+        expected.setdefault("seen:{%s}:play" % event["user"], set()).add(event["item"])
+    xadd_json(client, lines, per_entry=50)
+    ing = ingesters(stream_args(redis_server, "--flush-interval", "5s")).start()
+    ing.wait(lambda: drained(client), 60, "all entries acknowledged")
+    assert ing.stop() == 0, ing.log()[-3000:]
+    assert missing_items(client, expected) == {}
+    stats = ing.stats()
+    assert stats["events"] == 6000
+    assert stats["commands"] <= 20 * stats["batches"] and stats["batches"] <= 3, stats
+
+    # Each item lives by its own time: the oldest ones are forgotten first.
+    now = int(client.execute_command("TIME")[0]) * 1000
+    by_time = sorted((json.loads(x)["ts"], json.loads(x)) for x in lines)
+    oldest, newest = by_time[0][1], by_time[-1][1]
+    key = lambda e: "seen:{%s}:%s" % (e["user"], e["kind"])  # noqa: E731
+    at = oldest["ts"] + int(90 * day * 1.25)  # past the oldest's forgetting bound
+    assert client.execute_command("SEEN.MFILTER", 1, key(oldest), "AT", at, "ITEMS",
+                                  oldest["item"]) == [oldest["item"].encode()]
+    assert at < newest["ts"] + 90 * day and now < at
+    assert client.execute_command("SEEN.MFILTER", 1, key(newest), "AT", at, "ITEMS",
+                                  newest["item"]) == []
+
+    client.delete(*expected.keys(), "events")
+    xadd_json(client, lines, per_entry=50)
+    ing = ingesters(stream_args(redis_server, "--flush-interval", "5s", "--ts-granularity",
+                                "1s", "--group", "bucketed")).start()
+    ing.wait(lambda: drained(client, group="bucketed"), 60, "all entries acknowledged")
+    assert ing.stop() == 0, ing.log()[-3000:]
+    assert missing_items(client, expected) == {}
+    assert ing.stats()["commands"] > 5000
