@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-format
+  build-essential pkg-config clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-format
   redis-server redis-tools
   libxxhash-dev libcmocka-dev libhiredis-dev librdkafka-dev libjansson-dev
   python3 python3-redis python3-pytest

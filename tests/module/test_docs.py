@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from conftest import ROOT
+from helpers import free_port
 
 DOC = os.path.join(ROOT, "docs", "commands.md")
 
@@ -29,12 +30,26 @@ def test_c_example(shared_server, r, tmp_path):
     if shutil.which("cc") is None or not os.path.exists("/usr/include/hiredis/hiredis.h"):
         pytest.skip("needs cc and libhiredis-dev (scripts/deps.sh installs them)")
     source = tmp_path / "example.c"
-    source.write_text(example("### C (hiredis)", "c").replace("6379", str(shared_server.port)))
-    subprocess.run(["cc", "-std=c11", "-Wall", "-Werror", "-o", str(tmp_path / "example"),
-                    str(source), "-lhiredis"], check=True, timeout=60)
-    out = subprocess.run([str(tmp_path / "example")], capture_output=True, text=True,
-                         timeout=30, check=True).stdout
+    source.write_text(example("### C (hiredis)", "c"))
+    binary = str(tmp_path / "example")
+    subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-o", binary, str(source),
+                    "-lhiredis"], check=True, timeout=60)
+    out = subprocess.run([binary, "127.0.0.1", str(shared_server.port)], capture_output=True,
+                         text=True, timeout=30, check=True).stdout
     assert out.splitlines() == ["added 2", "flags 1010", "unseen v9"]
+    # Nothing listening, or no module: it says so and fails.
+    closed = free_port()
+    run = subprocess.run([binary, "127.0.0.1", str(closed)], capture_output=True, text=True,
+                         timeout=30)
+    assert run.returncode != 0 and "cannot connect to 127.0.0.1:%d" % closed in run.stderr
+    r.set("plain", "x")
+    r.execute_command("SEEN.ADD", "{user:42}played", "v1")  # the example's key, as before
+    source.write_text(example("### C (hiredis)", "c").replace("{user:42}played", "plain"))
+    subprocess.run(["cc", "-std=c11", "-o", binary, str(source), "-lhiredis"], check=True,
+                   timeout=60)
+    run = subprocess.run([binary, "127.0.0.1", str(shared_server.port)], capture_output=True,
+                         text=True, timeout=30)
+    assert run.returncode != 0 and "WRONGTYPE" in run.stderr
 
 
 def test_redis_cli_example(shared_server, r):
