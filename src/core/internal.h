@@ -48,10 +48,15 @@
  * this fraction, so runs keep sharing a divisor and can merge. */
 #define SEEN_PLAN_HYSTERESIS 0.10
 
-/* Sets younger than one slice, with a window, stay exact up to this many
- * items: the plan for their fingerprints is only trustworthy once one full
- * slice of history shows the user's rate. */
-#define SEEN_YOUNG_EXACT_MAX 65536u
+/* A set younger than one slice measures its rate over at least this much
+ * data time: a first session's burst is then planned as a heavy user
+ * (fingerprints a few bits finer, which coarsen by whole factors as the
+ * rate settles), and the finer runs of a user who keeps speeding up take a
+ * small share of the budget (1/(window/this) per doubling). */
+#define SEEN_YOUNG_MIN_SPAN_MS (24ll * 3600 * 1000)
+/* A re-plan at least this many times coarser than the plan before it takes
+ * a whole multiple of it (at most 1/8 finer than ideal: 0.2 bit). */
+#define SEEN_REPLAN_MULTIPLE_MIN 8u
 
 /* An import (a write of items older than SEEN_IMPORT_LAG_MS) keeps up to this many stored entries
  * exact, until a live write or an expiry settles the set for what it then holds. */

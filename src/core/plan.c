@@ -40,11 +40,15 @@ bool seen__next_exact_phase(const seen_set *s, const next_state *ns, uint64_t li
         return true;
     if (ns->plan_c != 0)
         return false;
-    if (live <= s->policy.exact_limit)
-        return true;
-    if (!s->slice_ms || live > SEEN_YOUNG_EXACT_MAX)
+    return live <= s->policy.exact_limit;
+}
+
+/* Young: a windowed set whose live items span less than one slice of data
+ * time, too little to tell the user's rate. */
+static bool is_young(const seen_set *s, const next_state *ns)
+{
+    if (!s->slice_ms)
         return false;
-    /* Young: its live items span less than one slice of data time. */
     int64_t start = oldest_live_start(s, ns);
     return start == INT64_MAX || ns->newest - start < (int64_t)s->slice_ms;
 }
@@ -64,9 +68,18 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
          * window is planned for what the window holds. */
         int64_t start = oldest_live_start(s, ns);
         int64_t span = start == INT64_MAX ? 0 : ns->newest - start;
-        int64_t w = (int64_t)s->policy.window_ms;
+        /* A set holds up to window + one slice of history (its oldest
+         * slice is forgotten whole), so that is what a full set spans. */
+        int64_t w = (int64_t)s->policy.window_ms + (int64_t)s->slice_ms;
         if (span < w) {
-            int64_t base = span > (int64_t)s->slice_ms ? span : (int64_t)s->slice_ms;
+            /* A young set's rate is measured over what it has seen, at
+             * least a day (or a slice, if shorter): a first session's
+             * burst is planned as a heavy user, and the plan coarsens as
+             * the rate settles (replan). */
+            int64_t floor_ms = (int64_t)s->slice_ms;
+            if (is_young(s, ns) && floor_ms > SEEN_YOUNG_MIN_SPAN_MS)
+                floor_ms = SEEN_YOUNG_MIN_SPAN_MS;
+            int64_t base = span > floor_ms ? span : floor_ms;
             double proj = (double)live * (double)w / (double)base;
             if (proj > (double)t)
                 t = proj > 1e18 ? (uint64_t)1e18 : (uint64_t)proj;
@@ -96,22 +109,73 @@ static uint64_t ideal_divisor(const seen_set *s, uint64_t target)
     return (uint64_t)c;
 }
 
-/* The first plan fits the target exactly (a loaded history is planned for
- * what it holds).  Later, re-plan as soon as the target outgrows what the
- * plan holds, or once it falls well below it; a re-plan leaves half the
- * hysteresis as headroom so that peaks recurring at about the same height
- * do not re-plan again. */
-static void replan(const seen_set *s, next_state *ns, uint64_t target)
+/* Values under divisor `small` convert exactly to divisor `big`. */
+static bool divides(uint64_t small, uint64_t big)
+{
+    return small != 0 && big >= small && big % small == 0;
+}
+
+/* The coarsest divisor among the runs that is the plan times a power of
+ * two (the plan itself if none is): what a whole-multiple re-plan keeps
+ * them convertible to. */
+static uint64_t coarsest_lattice_run(const runlist *rl, uint64_t plan)
+{
+    uint64_t g = plan;
+    for (uint32_t i = 0; i < rl->n; i++) {
+        uint64_t c = rl->r[i].c;
+        if (c > g && divides(plan, c) && ((c / plan) & (c / plan - 1)) == 0)
+            g = c;
+    }
+    return g;
+}
+
+/*
+ * The first plan fits the target exactly (a loaded history is planned for
+ * what it holds).  While the set is young its plan only gets finer, by
+ * halving, when the target outgrows it: young runs then differ by powers
+ * of two and fold together.  Later, re-plan as soon as the target outgrows
+ * what the plan holds, or once it falls well below it; a re-plan leaves
+ * half the hysteresis as headroom so that peaks recurring at about the
+ * same height do not re-plan again.
+ */
+static void replan(const seen_set *s, next_state *ns, const runlist *rl, uint64_t target,
+                   bool young)
 {
     if (ns->plan_c == 0) {
         ns->plan_c = mantissa_round(ideal_divisor(s, target));
         return;
     }
     double holds = ldexp(s->policy.error, 64) * (1.0 - SEEN_BUDGET_RESERVE) / (double)ns->plan_c;
+    if (young) {
+        /* The plan moves by whole factors only, so young runs convert to
+         * it exactly and fold together: finer by halving when the target
+         * outgrows it, coarser by a whole multiple once it holds more than
+         * twice the target. */
+        while ((double)target > holds && ns->plan_c > 1 && !(ns->plan_c & 1)) {
+            ns->plan_c >>= 1;
+            holds *= 2;
+        }
+        uint64_t k = ideal_divisor(s, target) / ns->plan_c;
+        if (k >= 2 && ns->plan_c <= UINT64_MAX / k)
+            ns->plan_c *= k;
+        return;
+    }
     if ((double)target > holds || (double)target * (1.0 + SEEN_PLAN_HYSTERESIS) < holds) {
         double with_room = (double)target * (1.0 + SEEN_PLAN_HYSTERESIS / 2);
-        ns->plan_c = mantissa_round(ideal_divisor(
+        uint64_t c = mantissa_round(ideal_divisor(
             s, with_room > 1e18 ? UINT64_C(1000000000000000000) : (uint64_t)with_room));
+        /* Far coarser than the old plan (a young set's provisional plan
+         * firming up): a whole multiple of it, a little finer than ideal,
+         * so the old plan's runs coarsen into the new one exactly and
+         * merge with its runs — of the coarsest young run too, if that
+         * costs as little. */
+        uint64_t k = c / ns->plan_c;
+        uint64_t g = coarsest_lattice_run(rl, ns->plan_c) / ns->plan_c;
+        if (k >= SEEN_REPLAN_MULTIPLE_MIN * g)
+            c = ns->plan_c * (k - k % g);
+        else if (k >= SEEN_REPLAN_MULTIPLE_MIN)
+            c = ns->plan_c * k;
+        ns->plan_c = c;
     }
 }
 
@@ -125,14 +189,6 @@ static uint64_t fitting_divisor(uint64_t plan, unsigned __int128 room, uint64_t 
         c >>= 1;
     }
     return c;
-}
-
-static bool pow2_multiple(uint64_t small, uint64_t big)
-{
-    if (small == 0 || big < small || big % small)
-        return false;
-    uint64_t k = big / small;
-    return (k & (k - 1)) == 0;
 }
 
 /* Does run r name a segment that is dead in ns? */
@@ -225,7 +281,7 @@ static seen_err fold_last(const seen_set *s, next_state *ns, runlist *rl, head_p
     seen__run *p = &rl->r[a], *d = &rl->r[b];
     uint64_t c = p->c > d->c ? p->c : d->c;
     uint64_t lo = p->c < d->c ? p->c : d->c;
-    if (!pow2_multiple(lo, c))
+    if (!divides(lo, c))
         return SEEN_OK;
     if (lo != c && ns->plan_c && (double)c > (double)ns->plan_c * (1.0 + SEEN_PLAN_HYSTERESIS))
         return SEEN_OK; /* would coarsen items past the plan */
@@ -366,7 +422,7 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
     if (!exact && ns->plan_c == 0) {
         /* Leaving the exact phase: every run holds exact keys (c = 1), so
          * all of them can be re-encoded under the planned divisor. */
-        replan(s, ns, target);
+        replan(s, ns, rl, target, is_young(s, ns));
         const seen__run *in[RUNLIST_MAX];
         for (uint32_t i = 0; i < rl->n; i++)
             in[i] = &rl->r[i];
@@ -385,7 +441,7 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
         ns->hn = 0;
     } else if (!importing) {
         if (!exact)
-            replan(s, ns, target);
+            replan(s, ns, rl, target, is_young(s, ns));
         uint64_t plan = exact ? 1 : ns->plan_c;
         /* The recent run's slice has ended: fold it, with the head's items
          * of ended slices, into main, so the next recent run starts with
@@ -463,6 +519,8 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
             unsigned __int128 used = usage_except(rl, 0, 0);
             unsigned __int128 room = budget > used ? budget - used : 0;
             uint64_t c = r->c;
+            if (plan > c && divides(c, plan) && (unsigned __int128)r->n * (plan - c) <= room)
+                c = plan; /* straight to the plan: then it merges with its runs */
             while (c <= UINT64_MAX / 2 && (double)(c * 2) <= band &&
                    (unsigned __int128)r->n * (c * 2 - r->c) <= room)
                 c *= 2;

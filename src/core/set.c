@@ -21,10 +21,10 @@
  *       sum over runs (n * c)  +  head items  <=  budget = error * 2^64,
  *
  * checked before every change, so the bound holds at every moment.  Small
- * and young sets keep c = 1 (exact keys).  Once compact, each new run gets
- * the largest divisor that leaves room for the items the set is expected to
- * hold (its recent high-water mark, or a projection of its rate over the
- * window while it is younger than one window); see "planning" below.
+ * sets (up to the exact limit) keep c = 1 (exact keys).  Once compact, each
+ * new run gets the largest divisor that leaves room for the items the set
+ * is expected to hold (its recent high-water mark, or a projection of its
+ * rate while it is younger than a window); see plan.c.
  *
  * Forgetting.  Slice k covers [origin + k*L, origin + (k+1)*L) with
  * L = ceil(window / slices) and is forgotten from origin + (k+1)*L + window:

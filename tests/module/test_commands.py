@@ -402,12 +402,15 @@ def test_count_and_info(r):
     r.execute_command("SEEN.RESERVE", "k", "WINDOW", "1h", "SLICES", "4", "ERROR", "0.01")
     r.execute_command("SEEN.INSERT", "k", "BULK", "\n".join("item%d" % i for i in range(1000)))
     info = info_map(r.execute_command("SEEN.INFO", "k"))
-    assert info["items"] == 1000 and r.execute_command("SEEN.COUNT", "k") == 1000
+    # Items count distinct fingerprints: at ERROR 0.01 a few of 1,000 may
+    # share one.
+    assert 990 <= info["items"] <= 1000
+    assert r.execute_command("SEEN.COUNT", "k") == info["items"]
     assert float(info["error"]) == 0.01
     assert 0 <= float(info["fpr-estimate"]) <= 0.01
     assert info["encoding"] in (b"exact", b"compact", b"mixed")
-    assert sum(run["items"] for run in info["runs"]) >= 1000
-    assert len(info["slices"]) == 1 and info["slices"][0]["items"] == 1000
+    assert sum(run["items"] for run in info["runs"]) >= info["items"]
+    assert len(info["slices"]) == 1 and info["slices"][0]["items"] == info["items"]
     assert 0 <= info["slices"][0]["age-ms"] < 60000
     usage = r.memory_usage("k", samples=0)
     assert info["bytes"] <= usage < info["bytes"] + 200
@@ -417,12 +420,15 @@ def test_count_and_info(r):
 
 
 def test_info_runs_fit_size_classes(r):
-    # 10,000 items make a run past 12 KB: jemalloc would round it to 14 KB,
-    # so it is held in two blocks that waste less.
+    # 10,000 items of a month's history settle into one run past 12 KB:
+    # jemalloc would round it to 14 KB, so it is held in two blocks that
+    # waste less.
     r.execute_command("SEEN.RESERVE", "k", "WINDOW", "90d", "SLICES", "4", "ERROR", "0.001")
+    now = server_ms(r)
     for b in range(10):
-        r.execute_command("SEEN.INSERT", "k", "BULK",
+        r.execute_command("SEEN.INSERT", "k", "AT", now - (30 - 3 * b) * DAY, "BULK",
                           "\n".join("item%d" % i for i in range(b * 1000, (b + 1) * 1000)))
+    assert r.execute_command("SEEN.COMPACT", "k") == 1
     info = info_map(r.execute_command("SEEN.INFO", "k"))
     runs = info["runs"]
     for run in runs:
