@@ -248,6 +248,12 @@ size_t seen_serialized_size(const seen_set *set);
 seen_err seen_serialize(const seen_set *set, uint8_t *buf, size_t cap, size_t *written);
 /* Validates every field; malformed input gets an error, never a crash. */
 seen_err seen_deserialize(const uint8_t *buf, size_t len, seen_set **out);
+/* The same for bytes this process's seen_serialize() wrote and that never
+ * left its memory (a small set kept in its serialized form to save the
+ * tables): every field is still checked, but not the checksum nor every
+ * code, which makes it several times faster.  Anything read from outside
+ * (a file, the network) goes through seen_deserialize(). */
+seen_err seen_deserialize_trusted(const uint8_t *buf, size_t len, seen_set **out);
 
 #ifdef __cplusplus
 }

@@ -2,10 +2,13 @@
  * format.c — the serialized form of a seen set (normative spec:
  * docs/FORMAT.md).  Little-endian throughout, a magic and a version first,
  * every variable-length part preceded by its count, an XXH3-64 checksum
- * last.  The loader trusts nothing: it verifies the checksum, then every
- * field, then decodes every run completely (run.c's validator) before the
- * set is handed out.  Malformed input gets an error, never a crash and never
- * a read outside the buffer.
+ * last.  Version 2 (written) stores the integers of headers as varints and
+ * times relative to the set's origin, so a small set's fixed part is a few
+ * dozen bytes; version 1 (fixed-width fields) still loads.  The loader
+ * trusts nothing: it verifies the checksum, then every field, then decodes
+ * every run completely (run.c's validator) before the set is handed out.
+ * Malformed input gets an error, never a crash and never a read outside the
+ * buffer.
  */
 #include "internal.h"
 
@@ -15,14 +18,34 @@
 #include <stdlib.h>
 
 #define FORMAT_MAGIC "SEEN"
-#define FORMAT_VERSION 1u
+#define FORMAT_V1 1u
+#define FORMAT_V2 2u
+#define FORMAT_WRITTEN FORMAT_V2
 
-/* Sizes of the fixed parts, in bytes (see docs/FORMAT.md). */
-#define HEADER_BYTES 106u
-#define SEGMENT_BYTES 29u
-#define HEAD_ENTRY_BYTES 12u
-#define RUN_HEADER_BYTES 78u
+/* Sizes of the fixed parts in version 1, and the least they take in
+ * version 2, in bytes (see docs/FORMAT.md). */
+#define V1_HEADER_BYTES 106u
+#define V1_SEGMENT_BYTES 29u
+#define V1_HEAD_ENTRY_BYTES 12u
+#define V1_RUN_HEADER_BYTES 78u
+#define V2_HEADER_MIN_BYTES 24u
+#define V2_SEGMENT_MIN_BYTES 4u
+#define V2_HEAD_ENTRY_MIN_BYTES 9u
+#define V2_RUN_HEADER_MIN_BYTES 16u
 #define CHECKSUM_BYTES 8u
+
+/* Version 2 header flags. */
+#define V2_HAS_ORIGIN 1u
+#define V2_IDS_INT 2u
+#define V2_ERROR_RAW 4u /* error as f64, not as a decimal m / 10^e */
+#define V2_FLAGS_KNOWN 7u
+
+/* Powers of ten exact in binary64 (10^22 is the last). */
+static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+#define DECIMAL_MAX_E 22u
+#define DECIMAL_MAX_M (UINT64_C(1) << 53)
 
 /* ---------------------------------------------------------------- writer */
 
@@ -49,14 +72,6 @@ static void put_u16(wbuf *w, uint16_t v)
     put(w, b, 2);
 }
 
-static void put_u32(wbuf *w, uint32_t v)
-{
-    uint8_t b[4];
-    for (int i = 0; i < 4; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
-    put(w, b, 4);
-}
-
 static void put_u64(wbuf *w, uint64_t v)
 {
     uint8_t b[8];
@@ -70,6 +85,53 @@ static void put_f64(wbuf *w, double d)
     uint64_t v;
     memcpy(&v, &d, sizeof v);
     put_u64(w, v);
+}
+
+/* Unsigned LEB128: 7 bits a byte, low first, high bit = more follow. */
+static void put_uv(wbuf *w, uint64_t v)
+{
+    uint8_t b[10];
+    unsigned n = 0;
+    do {
+        b[n] = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        if (v)
+            b[n] |= 0x80;
+        n++;
+    } while (v);
+    put(w, b, n);
+}
+
+/* Signed as zigzag: 0, -1, 1, -2, ... map to 0, 1, 2, 3, ... */
+static void put_zz(wbuf *w, int64_t v)
+{
+    put_uv(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* A divisor as its trailing zero bits and what is left (plans keep 24
+ * significant bits, so this takes about four bytes). */
+static void put_shifted(wbuf *w, uint64_t v)
+{
+    unsigned tz = v ? (unsigned)__builtin_ctzll(v) : 0;
+    put_u8(w, (uint8_t)tz);
+    put_uv(w, v >> tz);
+}
+
+/* error = m / 10^e exactly (as binary64 division rounds), if some e does. */
+static bool error_decimal(double error, uint64_t *m, uint8_t *e)
+{
+    for (unsigned k = 0; k <= DECIMAL_MAX_E; k++) {
+        double scaled = error * pow10_exact[k];
+        if (!(scaled < (double)DECIMAL_MAX_M))
+            return false;
+        uint64_t cand = (uint64_t)(scaled + 0.5);
+        if ((double)cand / pow10_exact[k] == error) {
+            *m = cand;
+            *e = (uint8_t)k;
+            return true;
+        }
+    }
+    return false;
 }
 
 static size_t run_payload_bytes(const seen__run *r)
@@ -91,70 +153,83 @@ size_t seen_serialized_size(const seen_set *s)
     return w.len + CHECKSUM_BYTES;
 }
 
+static void write_payload(wbuf *w, const seen__run *r)
+{
+    /* index, tags and codes are byte strings already (LE bit order) */
+    size_t rest = run_payload_bytes(r) - (size_t)r->nsegs * 4;
+    if (r->tail == NULL) {
+        put(w, r->mem + (size_t)r->nsegs * 4, rest);
+    } else {
+        /* Split in memory, one byte string here: the tail's first byte is
+         * the front's last code byte, whole. */
+        size_t tail_codes = (size_t)((r->code_bits + 7) / 8 - r->tail_bit / 8);
+        put(w, r->mem + (size_t)r->nsegs * 4, rest - tail_codes);
+        put(w, r->tail, tail_codes);
+    }
+}
+
 static void write_all(const seen_set *s, wbuf *w)
 {
     const seen_policy *p = &s->policy;
+    uint64_t m = 0;
+    uint8_t e = 0;
+    bool decimal = error_decimal(p->error, &m, &e);
     put(w, FORMAT_MAGIC, 4);
-    put_u16(w, FORMAT_VERSION);
-    put_u16(w, 0); /* flags, reserved */
-    put_u64(w, p->window_ms);
-    put_u32(w, p->slices);
-    put_f64(w, p->error);
-    put_u64(w, p->capacity);
-    put_u8(w, (uint8_t)p->ids);
-    put_u32(w, p->exact_limit);
-    put_u64(w, (uint64_t)s->origin);
-    put_u64(w, (uint64_t)s->clock);
-    put_u64(w, (uint64_t)s->newest);
-    put_u64(w, s->plan_c);
-    put_u64(w, s->hwm);
-    put_u64(w, (uint64_t)s->hwm_clock);
-    put_u32(w, s->next_seg_id);
-    put_u8(w, s->has_origin);
-    put_u32(w, s->nsegs);
-    put_u32(w, s->nruns);
-    put_u32(w, s->head_n);
+    put_u16(w, FORMAT_WRITTEN);
+    put_uv(w, (s->has_origin ? V2_HAS_ORIGIN : 0) | (p->ids == SEEN_IDS_INT ? V2_IDS_INT : 0) |
+                  (decimal ? 0 : V2_ERROR_RAW));
+    put_uv(w, p->window_ms);
+    put_uv(w, p->slices);
+    if (decimal) {
+        put_uv(w, m);
+        put_u8(w, e);
+    } else {
+        put_f64(w, p->error);
+    }
+    put_uv(w, p->capacity);
+    put_uv(w, p->exact_limit);
+    put_uv(w, (uint64_t)s->origin);
+    put_zz(w, s->clock - s->origin);
+    put_zz(w, s->newest - s->origin);
+    put_shifted(w, s->plan_c);
+    put_uv(w, s->hwm);
+    put_zz(w, s->hwm_clock - s->origin);
+    put_uv(w, s->next_seg_id);
+    put_uv(w, s->nsegs);
+    put_uv(w, s->nruns);
+    put_uv(w, s->head_n);
+    int64_t prev_slice = 0;
     for (uint32_t i = 0; i < s->nsegs; i++) {
         const seen__segment *g = &s->segs[i];
-        put_u64(w, (uint64_t)g->slice);
-        put_u64(w, g->shadow);
-        put_u32(w, g->id);
-        put_u64(w, g->seq);
-        put_u8(w, g->dropped);
+        put_zz(w, g->slice - prev_slice);
+        prev_slice = g->slice;
+        put_uv(w, g->shadow);
+        put_uv(w, (uint64_t)g->id << 1 | g->dropped);
+        put_uv(w, g->seq);
     }
     for (uint32_t h = 0; h < s->head_n; h++) {
         put_u64(w, s->head_keys[h]);
-        put_u32(w, s->head_segs[h]);
+        put_uv(w, s->head_segs[h]);
     }
     for (uint32_t i = 0; i < s->nruns; i++) {
         const seen__run *r = &s->runs[i];
-        put_u64(w, r->c);
-        put_u64(w, r->base);
-        put_u64(w, r->span);
-        put_u64(w, r->golomb_m);
-        put_u64(w, r->bucket_w);
-        put_u64(w, r->code_bits);
-        put_u64(w, (uint64_t)r->idx_min_bits);
-        put_u64(w, (uint64_t)r->idx_min_items);
-        put_u32(w, r->n);
-        put_u32(w, r->nbuckets);
-        put_u32(w, r->nsegs);
+        put_shifted(w, r->c);
+        put_uv(w, r->base);
+        put_uv(w, r->span);
+        put_uv(w, r->golomb_m);
+        put_uv(w, r->bucket_w);
+        put_uv(w, r->code_bits);
+        put_zz(w, r->idx_min_bits);
+        put_zz(w, r->idx_min_items);
+        put_uv(w, r->n);
+        put_uv(w, r->nbuckets);
+        put_uv(w, r->nsegs);
         put_u8(w, r->w_bits);
         put_u8(w, r->w_items);
         const uint32_t *ids = seen__run_segs(r);
         for (uint32_t t = 0; t < r->nsegs; t++)
-            put_u32(w, ids[t]);
-        /* index, tags and codes are byte strings already (LE bit order) */
-        size_t rest = run_payload_bytes(r) - (size_t)r->nsegs * 4;
-        if (r->tail == NULL) {
-            put(w, r->mem + (size_t)r->nsegs * 4, rest);
-        } else {
-            /* Split in memory, one byte string here: the tail's first byte
-             * is the front's last code byte, whole. */
-            size_t tail_codes = (size_t)((r->code_bits + 7) / 8 - r->tail_bit / 8);
-            put(w, r->mem + (size_t)r->nsegs * 4, rest - tail_codes);
-            put(w, r->tail, tail_codes);
-        }
+            put_uv(w, ids[t]);
+        write_payload(w, r);
     }
 }
 
@@ -180,6 +255,8 @@ typedef struct rbuf {
     const uint8_t *p;
     size_t len, pos;
     bool short_read;
+    bool bad;         /* a varint overlong or out of its field's range */
+    unsigned version; /* FORMAT_V1 or FORMAT_V2 */
 } rbuf;
 
 static const uint8_t *take(rbuf *r, size_t n)
@@ -227,6 +304,75 @@ static double get_f64(rbuf *r)
     double d;
     memcpy(&d, &v, sizeof d);
     return d;
+}
+
+/* A varint in its one (shortest) form. */
+static uint64_t get_uv(rbuf *r)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        const uint8_t *q = take(r, 1);
+        if (q == NULL)
+            return 0;
+        uint64_t part = *q & 0x7f;
+        if (shift == 63 && part > 1) {
+            r->bad = true; /* past 64 bits */
+            return 0;
+        }
+        v |= part << shift;
+        if (!(*q & 0x80)) {
+            if (*q == 0 && shift > 0)
+                r->bad = true; /* overlong: a final zero byte */
+            return v;
+        }
+        if (shift == 63) {
+            r->bad = true;
+            return 0;
+        }
+    }
+}
+
+static int64_t get_zz(rbuf *r)
+{
+    uint64_t v = get_uv(r);
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Fields whose width is fixed in version 1 and a varint in version 2. */
+static uint64_t get_f64bits(rbuf *r)
+{
+    return r->version == FORMAT_V1 ? get_u64(r) : get_uv(r);
+}
+
+static uint32_t get_f32bits(rbuf *r)
+{
+    if (r->version == FORMAT_V1)
+        return get_u32(r);
+    uint64_t v = get_uv(r);
+    if (v > UINT32_MAX)
+        r->bad = true;
+    return (uint32_t)v;
+}
+
+/* origin + d for a version 2 time stored relative to origin; out of range
+ * (made invalid for the checks that follow) when d is absurd. */
+static int64_t time_from(rbuf *r, int64_t origin)
+{
+    int64_t d = get_zz(r);
+    if (d > SEEN_MAX_TIME_MS || d < -SEEN_MAX_TIME_MS)
+        return -1;
+    return origin + d;
+}
+
+static uint64_t get_shifted(rbuf *r)
+{
+    uint8_t tz = get_u8(r);
+    uint64_t v = get_uv(r);
+    if (tz > 63 || v > (UINT64_MAX >> tz) || (v == 0 && tz != 0) || (v && tz && !(v & 1))) {
+        r->bad = true; /* one form only: v odd unless tz = 0 */
+        return 0;
+    }
+    return v << tz;
 }
 
 static bool time_ok(int64_t t)
@@ -291,7 +437,33 @@ static seen_err physical_counts(const seen_set *s, const id_index *ix, uint64_t 
     return SEEN_OK;
 }
 
-static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
+/* Per-segment entry counts from the tags alone (trusted bytes). */
+static seen_err tag_counts(const seen_set *s, const id_index *ix, uint64_t *phys)
+{
+    memset(phys, 0, s->nsegs * sizeof *phys);
+    for (uint32_t h = 0; h < s->head_n; h++)
+        phys[find_seg(ix, s->head_segs[h])]++;
+    for (uint32_t i = 0; i < s->nruns; i++) {
+        const seen__run *r = &s->runs[i];
+        const uint32_t *ids = seen__run_segs(r);
+        if (r->nsegs == 1) {
+            phys[find_seg(ix, ids[0])] += r->n;
+            continue;
+        }
+        uint16_t *tags = seen__malloc((size_t)r->n * sizeof *tags);
+        if (tags == NULL)
+            return SEEN_ERR_NOMEM;
+        seen__run_decode_tags(r, tags);
+        for (uint32_t k = 0; k < r->n; k++)
+            phys[find_seg(ix, ids[tags[k]])]++;
+        seen__free(tags);
+    }
+    return SEEN_OK;
+}
+
+/* `trusted`: bytes this process's writer made (seen_deserialize_trusted):
+ * the checksum and the codes are not checked again. */
+static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
 {
     const uint8_t *magic = take(rb, 4);
     if (magic == NULL)
@@ -301,41 +473,76 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
     uint16_t version = get_u16(rb);
     if (rb->short_read)
         return SEEN_ERR_FORMAT_TRUNCATED;
-    if (version != FORMAT_VERSION)
+    if (version != FORMAT_V1 && version != FORMAT_V2)
         return SEEN_ERR_FORMAT_VERSION;
+    rb->version = version;
     /* Everything else is covered by the checksum: check it before trusting
      * any length. */
-    if (rb->len < HEADER_BYTES + CHECKSUM_BYTES)
+    if (rb->len < (version == FORMAT_V1 ? V1_HEADER_BYTES : V2_HEADER_MIN_BYTES) + CHECKSUM_BYTES)
         return SEEN_ERR_FORMAT_TRUNCATED;
     {
-        rbuf tail = {rb->p, rb->len, rb->len - CHECKSUM_BYTES, false};
+        rbuf tail = {rb->p, rb->len, rb->len - CHECKSUM_BYTES, false, false, version};
         uint64_t stored = get_u64(&tail);
-        if (XXH3_64bits(rb->p, rb->len - CHECKSUM_BYTES) != stored)
+        if (!trusted && XXH3_64bits(rb->p, rb->len - CHECKSUM_BYTES) != stored)
             return SEEN_ERR_FORMAT_CHECKSUM;
         rb->len -= CHECKSUM_BYTES;
     }
-    if (get_u16(rb) != 0) /* flags: none defined */
-        return CORRUPT;
-
     seen_policy *p = &s->policy;
-    p->window_ms = get_u64(rb);
-    p->slices = get_u32(rb);
-    p->error = get_f64(rb);
-    p->capacity = get_u64(rb);
-    uint8_t ids = get_u8(rb);
+    uint8_t ids;
+    uint32_t nsegs, nruns, head_n;
+    if (version == FORMAT_V1) {
+        if (get_u16(rb) != 0) /* flags: none defined */
+            return CORRUPT;
+        p->window_ms = get_u64(rb);
+        p->slices = get_u32(rb);
+        p->error = get_f64(rb);
+        p->capacity = get_u64(rb);
+        ids = get_u8(rb);
+        p->exact_limit = get_u32(rb);
+        s->origin = (int64_t)get_u64(rb);
+        s->clock = (int64_t)get_u64(rb);
+        s->newest = (int64_t)get_u64(rb);
+        s->plan_c = get_u64(rb);
+        s->hwm = get_u64(rb);
+        s->hwm_clock = (int64_t)get_u64(rb);
+        s->next_seg_id = get_u32(rb);
+        s->has_origin = get_u8(rb);
+    } else {
+        uint64_t flags = get_uv(rb);
+        if (flags & ~(uint64_t)V2_FLAGS_KNOWN)
+            return CORRUPT;
+        ids = (flags & V2_IDS_INT) ? 1 : 0;
+        s->has_origin = (flags & V2_HAS_ORIGIN) ? 1 : 0;
+        p->window_ms = get_uv(rb);
+        p->slices = get_f32bits(rb);
+        if (flags & V2_ERROR_RAW) {
+            p->error = get_f64(rb);
+        } else {
+            uint64_t m = get_uv(rb);
+            uint8_t e = get_u8(rb);
+            if (m >= DECIMAL_MAX_M || e > DECIMAL_MAX_E)
+                return CORRUPT;
+            p->error = (double)m / pow10_exact[e];
+        }
+        p->capacity = get_uv(rb);
+        p->exact_limit = get_f32bits(rb);
+        uint64_t origin = get_uv(rb);
+        s->origin = origin > (uint64_t)SEEN_MAX_TIME_MS ? -1 : (int64_t)origin;
+        s->clock = time_from(rb, s->origin);
+        s->newest = time_from(rb, s->origin);
+        s->plan_c = get_shifted(rb);
+        s->hwm = get_uv(rb);
+        s->hwm_clock = time_from(rb, s->origin);
+        s->next_seg_id = get_f32bits(rb);
+    }
     p->ids = ids == 0 ? SEEN_IDS_STR : SEEN_IDS_INT;
-    p->exact_limit = get_u32(rb);
-    s->origin = (int64_t)get_u64(rb);
-    s->clock = (int64_t)get_u64(rb);
-    s->newest = (int64_t)get_u64(rb);
-    s->plan_c = get_u64(rb);
-    s->hwm = get_u64(rb);
-    s->hwm_clock = (int64_t)get_u64(rb);
-    s->next_seg_id = get_u32(rb);
-    s->has_origin = get_u8(rb);
-    uint32_t nsegs = get_u32(rb), nruns = get_u32(rb), head_n = get_u32(rb);
+    nsegs = get_f32bits(rb);
+    nruns = get_f32bits(rb);
+    head_n = get_f32bits(rb);
     if (rb->short_read)
         return SEEN_ERR_FORMAT_TRUNCATED;
+    if (rb->bad)
+        return CORRUPT;
     if (ids > 1 || !seen__set_derive(s) || s->has_origin > 1 || !time_ok(s->origin) ||
         !time_ok(s->clock) || !time_ok(s->hwm_clock) || s->hwm > SEEN_MAX_COUNT ||
         s->next_seg_id > SEEN_SEG_ID_LIMIT || !time_ok(s->newest) ||
@@ -348,8 +555,10 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
     if ((s->budget == 0 && s->plan_c != 0) || s->plan_c > s->budget)
         return CORRUPT;
     /* Fixed-size parts must fit in what is left before allocating. */
-    if ((uint64_t)nsegs * SEGMENT_BYTES + (uint64_t)head_n * HEAD_ENTRY_BYTES +
-            (uint64_t)nruns * RUN_HEADER_BYTES >
+    bool v1 = version == FORMAT_V1;
+    if ((uint64_t)nsegs * (v1 ? V1_SEGMENT_BYTES : V2_SEGMENT_MIN_BYTES) +
+            (uint64_t)head_n * (v1 ? V1_HEAD_ENTRY_BYTES : V2_HEAD_ENTRY_MIN_BYTES) +
+            (uint64_t)nruns * (v1 ? V1_RUN_HEADER_BYTES : V2_RUN_HEADER_MIN_BYTES) >
         rb->len - rb->pos)
         return SEEN_ERR_FORMAT_TRUNCATED;
 
@@ -359,15 +568,32 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
         if (s->segs == NULL || ix->e == NULL)
             return SEEN_ERR_NOMEM;
     }
+    int64_t prev_slice = 0;
     for (uint32_t i = 0; i < nsegs; i++) {
         seen__segment *g = &s->segs[i];
-        g->slice = (int64_t)get_u64(rb);
-        g->shadow = get_u64(rb);
+        if (v1) {
+            g->slice = (int64_t)get_u64(rb);
+            g->shadow = get_u64(rb);
+            g->id = get_u32(rb);
+            g->seq = get_u64(rb);
+            g->dropped = get_u8(rb);
+        } else {
+            /* Deltas of at most 2^51 keep the sum exact; anything larger
+             * fails the slice check below. */
+            int64_t d = get_zz(rb);
+            g->slice =
+                d > (INT64_C(1) << 51) || d < -(INT64_C(1) << 51) ? INT64_MAX : prev_slice + d;
+            prev_slice = g->slice == INT64_MAX ? 0 : g->slice;
+            g->shadow = get_uv(rb);
+            uint64_t id = get_uv(rb);
+            g->dropped = (uint8_t)(id & 1);
+            g->id = id >> 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(id >> 1);
+            g->seq = get_uv(rb);
+        }
         g->phys = 0; /* recounted from the runs and head below */
-        g->id = get_u32(rb);
-        g->seq = get_u64(rb);
-        g->dropped = get_u8(rb);
         s->nsegs = i + 1;
+        if (rb->short_read)
+            return SEEN_ERR_FORMAT_TRUNCATED;
         /* A slice is (t - origin) / slice_ms for times in [0, 2^50], so
          * anything further out is impossible (and would overflow). */
         int64_t max_slice = s->slice_ms ? SEEN_MAX_TIME_MS / (int64_t)s->slice_ms + 1 : 0;
@@ -400,9 +626,11 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
     }
     for (uint32_t h = 0; h < head_n; h++) {
         s->head_keys[h] = get_u64(rb);
-        s->head_segs[h] = get_u32(rb);
+        s->head_segs[h] = get_f32bits(rb);
         s->head_n = h + 1;
-        if (find_seg(ix, s->head_segs[h]) < 0)
+        if (rb->short_read)
+            return SEEN_ERR_FORMAT_TRUNCATED;
+        if (rb->bad || find_seg(ix, s->head_segs[h]) < 0)
             return CORRUPT;
     }
 
@@ -415,34 +643,42 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
     for (uint32_t i = 0; i < nruns; i++) {
         seen__run r;
         memset(&r, 0, sizeof r);
-        r.c = get_u64(rb);
-        r.base = get_u64(rb);
-        r.span = get_u64(rb);
-        r.golomb_m = get_u64(rb);
-        r.bucket_w = get_u64(rb);
-        r.code_bits = get_u64(rb);
-        r.idx_min_bits = (int64_t)get_u64(rb);
-        r.idx_min_items = (int64_t)get_u64(rb);
-        r.n = get_u32(rb);
-        r.nbuckets = get_u32(rb);
-        r.nsegs = get_u32(rb);
+        r.c = v1 ? get_u64(rb) : get_shifted(rb);
+        r.base = get_f64bits(rb);
+        r.span = get_f64bits(rb);
+        r.golomb_m = get_f64bits(rb);
+        r.bucket_w = get_f64bits(rb);
+        r.code_bits = get_f64bits(rb);
+        r.idx_min_bits = v1 ? (int64_t)get_u64(rb) : get_zz(rb);
+        r.idx_min_items = v1 ? (int64_t)get_u64(rb) : get_zz(rb);
+        r.n = get_f32bits(rb);
+        r.nbuckets = get_f32bits(rb);
+        r.nsegs = get_f32bits(rb);
         r.w_bits = get_u8(rb);
         r.w_items = get_u8(rb);
         if (rb->short_read)
             return SEEN_ERR_FORMAT_TRUNCATED;
+        if (rb->bad)
+            return CORRUPT;
         if (r.c == 0 || ((s->budget == 0 || s->plan_c == 0) && r.c != 1) || r.n == 0 ||
             r.nsegs == 0 || r.nsegs > SEEN_MAX_SEGMENTS || r.code_bits > SEEN_MAX_CODE_BITS ||
             r.nbuckets == 0 || r.nbuckets > r.n || r.w_bits > 62 || r.w_items > 40)
             return CORRUPT;
+        /* In version 2 the ids take at least a byte each, not four. */
         size_t payload = run_payload_bytes(&r);
-        if (payload > rb->len - rb->pos)
+        size_t ids_bytes = (size_t)r.nsegs * (v1 ? 4 : 1);
+        if (payload - (size_t)r.nsegs * 4 + ids_bytes > rb->len - rb->pos)
             return SEEN_ERR_FORMAT_TRUNCATED;
         r.mem = seen__calloc(1, seen__run_mem_size(&r));
         if (r.mem == NULL)
             return SEEN_ERR_NOMEM;
         uint32_t *idsw = (uint32_t *)(void *)r.mem;
         for (uint32_t t = 0; t < r.nsegs; t++)
-            idsw[t] = get_u32(rb);
+            idsw[t] = get_f32bits(rb);
+        if (rb->bad) {
+            seen__free(r.mem);
+            return CORRUPT;
+        }
         const uint8_t *rest = take(rb, payload - (size_t)r.nsegs * 4);
         if (rest == NULL) {
             seen__free(r.mem);
@@ -460,7 +696,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
                 return CORRUPT;
             last_pos = at;
         }
-        seen_err err = seen__run_validate(&s->runs[i]);
+        seen_err err = trusted ? SEEN_OK : seen__run_validate(&s->runs[i]);
         if (err != SEEN_OK)
             return err;
         seen__run_split(&s->runs[i]);
@@ -479,7 +715,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
         uint64_t *phys = seen__malloc(s->nsegs * sizeof *phys);
         if (phys == NULL)
             return SEEN_ERR_NOMEM;
-        seen_err err = physical_counts(s, ix, phys);
+        seen_err err = trusted ? tag_counts(s, ix, phys) : physical_counts(s, ix, phys);
         for (uint32_t i = 0; err == SEEN_OK && i < s->nsegs; i++) {
             s->segs[i].phys = phys[i];
             if (s->segs[i].shadow > phys[i])
@@ -492,16 +728,16 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix)
     return SEEN_OK;
 }
 
-seen_err seen_deserialize(const uint8_t *buf, size_t len, seen_set **out)
+static seen_err deserialize(const uint8_t *buf, size_t len, seen_set **out, bool trusted)
 {
     if (out == NULL || (buf == NULL && len > 0))
         return SEEN_ERR_ARG;
     seen_set *s = seen__calloc(1, sizeof *s);
     if (s == NULL)
         return SEEN_ERR_NOMEM;
-    rbuf rb = {buf, len, 0, false};
+    rbuf rb = {buf, len, 0, false, false, FORMAT_V1};
     id_index ix = {NULL, 0};
-    seen_err err = read_all(&rb, s, &ix);
+    seen_err err = read_all(&rb, s, &ix, trusted);
     seen__free(ix.e);
     if (err != SEEN_OK) {
         seen_free(s);
@@ -509,4 +745,14 @@ seen_err seen_deserialize(const uint8_t *buf, size_t len, seen_set **out)
     }
     *out = s;
     return SEEN_OK;
+}
+
+seen_err seen_deserialize(const uint8_t *buf, size_t len, seen_set **out)
+{
+    return deserialize(buf, len, out, false);
+}
+
+seen_err seen_deserialize_trusted(const uint8_t *buf, size_t len, seen_set **out)
+{
+    return deserialize(buf, len, out, true);
 }

@@ -54,6 +54,9 @@
  * rate settles), and the finer runs of a user who keeps speeding up take a
  * small share of the budget (1/(window/this) per doubling). */
 #define SEEN_YOUNG_MIN_SPAN_MS (24ll * 3600 * 1000)
+/* A young set may keep items coarser than its plan in one run while they
+ * take at most 1/this of the budget (plan.c, young_share_ok). */
+#define SEEN_YOUNG_SHARE 8u
 /* A re-plan at least this many times coarser than the plan before it takes
  * a whole multiple of it (at most 1/8 finer than ideal: 0.2 bit). */
 #define SEEN_REPLAN_MULTIPLE_MIN 8u
@@ -111,7 +114,7 @@
 #define SEEN_DEFAULT_WINDOW_MS (90ull * 24 * 3600 * 1000)
 #define SEEN_DEFAULT_SLICES 4u
 #define SEEN_DEFAULT_ERROR 0.001
-#define SEEN_DEFAULT_EXACT_LIMIT 128u
+#define SEEN_DEFAULT_EXACT_LIMIT 16u
 
 /* Every rejection of malformed serialized input goes through CORRUPT; build
  * with -DSEEN_TRACE_CORRUPT to learn which check fired. */
@@ -332,6 +335,8 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
                            uint64_t *removed_per_tag, size_t *removed, bool *applies);
 /* Decode every value and tag of a valid run into arrays of r->n entries. */
 void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags);
+/* The tag of every value of a valid run into tags[0..n). */
+void seen__run_decode_tags(const seen__run *r, uint16_t *tags);
 /* Check a run read from untrusted bytes: header fields, index, every code,
  * order, tags.  The header fields must already be in r and mem allocated
  * with seen__run_mem_size(r) bytes. */

@@ -109,6 +109,19 @@ static uint64_t ideal_divisor(const seen_set *s, uint64_t target)
     return (uint64_t)c;
 }
 
+/* May a young set keep n items at divisor c, coarser than its plan?  Its
+ * plan halves as a first day's volume grows, and runs of each halving
+ * could never merge: while it is small and they take at most
+ * 1/SEEN_YOUNG_SHARE of the budget, a young set keeps them in one run at
+ * the coarser divisor (fewer bits, fewer runs); the items it holds later
+ * pay for that share, at most log2(1 / (1 - share)) bits each, until the
+ * young items are forgotten. */
+static bool young_share_ok(const seen_set *s, const next_state *ns, uint64_t n, uint64_t c)
+{
+    return n <= SEEN_SINGLE_RUN_MAX && is_young(s, ns) &&
+           (unsigned __int128)n * c <= budget_of(s) / SEEN_YOUNG_SHARE;
+}
+
 /* Values under divisor `small` convert exactly to divisor `big`. */
 static bool divides(uint64_t small, uint64_t big)
 {
@@ -283,9 +296,10 @@ static seen_err fold_last(const seen_set *s, next_state *ns, runlist *rl, head_p
     uint64_t lo = p->c < d->c ? p->c : d->c;
     if (!divides(lo, c))
         return SEEN_OK;
-    if (lo != c && ns->plan_c && (double)c > (double)ns->plan_c * (1.0 + SEEN_PLAN_HYSTERESIS))
-        return SEEN_OK; /* would coarsen items past the plan */
     uint64_t n = (uint64_t)p->n + d->n + (head != HEAD_NONE ? ns->hn : 0);
+    if (lo != c && ns->plan_c && (double)c > (double)ns->plan_c * (1.0 + SEEN_PLAN_HYSTERESIS) &&
+        !young_share_ok(s, ns, n, c))
+        return SEEN_OK; /* would coarsen items past the plan */
     if (c > 1 && usage_except(rl, a, b + 1) + (unsigned __int128)n * c > budget_of(s))
         return SEEN_OK;
     const seen__run *in[2] = {p, d};
@@ -472,7 +486,8 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
             bool fits = d->c == 1 || usage_except(rl, last, last + 1) +
                                              (unsigned __int128)(d->n + ns->hn) * d->c <=
                                          budget;
-            bool suits = exact || (double)d->c <= (double)plan * (1.0 + SEEN_PLAN_HYSTERESIS);
+            bool suits = exact || (double)d->c <= (double)plan * (1.0 + SEEN_PLAN_HYSTERESIS) ||
+                         young_share_ok(s, ns, d->n + ns->hn, d->c);
             if (fits && suits) {
                 const seen__run *in[1] = {d};
                 err = seen__merge_build(s, ns, in, 1, rest, d->c, NULL, 0, &nr, &empty);

@@ -169,7 +169,4 @@ static inline size_t code_bytes(const seen__run *r)
     return (size_t)((r->code_bits + 7) / 8);
 }
 
-/* The tag of every value of a valid run into tags[0..n). */
-void seen__run_decode_tags(const seen__run *r, uint16_t *tags);
-
 #endif /* SEEN_RUN_LAYOUT_H */

@@ -97,17 +97,18 @@ static seen_key *new_value(key_options *o, seen_set *set)
 
 /* When a key with module expiry goes: once all it holds is forgotten (or,
  * while it holds nothing, one window after this write), plus its jitter. */
-static int64_t expire_at(const seen_key *k, int64_t now)
+static int64_t expire_at(seen_key *k, int64_t now)
 {
-    int64_t at = seen_forget_all_at(k->set);
+    int64_t at = seen_forget_all_at(seen_key_set(k));
     if (at <= now)
-        at = now + (int64_t)seen_get_policy(k->set)->window_ms;
+        at = now + (int64_t)seen_get_policy(seen_key_set(k))->window_ms;
     return at + k->jitter_ms;
 }
 
 static void after_write(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
                         seen_key *k, int64_t now, const char *event)
 {
+    seen_key_changed(k);
     seen_key_account(k, now);
     if (k->flags & SEEN_KEY_EXPIRY)
         RedisModule_SetAbsExpire(key, expire_at(k, now));
@@ -162,9 +163,9 @@ static void repl_number(RedisModuleCtx *ctx, repl_args *r, long long v)
 }
 
 /* The full policy, expiry and jitter of a key it made. */
-static void repl_policy(RedisModuleCtx *ctx, repl_args *r, const seen_key *k)
+static void repl_policy(RedisModuleCtx *ctx, repl_args *r, seen_key *k)
 {
-    const seen_policy *p = seen_get_policy(k->set);
+    const seen_policy *p = seen_get_policy(seen_key_set(k));
     repl_word(ctx, r, "WINDOW");
     repl_number(ctx, r, (long long)p->window_ms);
     repl_word(ctx, r, "SLICES");
@@ -399,7 +400,7 @@ static int do_add(RedisModuleCtx *ctx, RedisModuleString *name, add_request *q)
         else if (!(err = key_options_check(&q->create)))
             e = seen_create(&q->create.policy, &fresh);
     }
-    seen_set *set = k ? k->set : fresh;
+    seen_set *set = k ? seen_key_set(k) : fresh;
     bool ints = set && seen_get_policy(set)->ids == SEEN_IDS_INT;
     if (!err && e == SEEN_OK && ints)
         item_batch_ints(&b, &err);
@@ -579,7 +580,7 @@ static const char *run_filter(RedisModuleKey **keys, int nkeys, item_batch *b, i
     const char *err = NULL;
     for (int j = 0; j < distinct && !err; j++) {
         seen_key *k = sets[j];
-        seen_ids ids = seen_get_policy(k->set)->ids;
+        seen_ids ids = seen_get_policy(seen_key_set(k))->ids;
         seen_err e = SEEN_OK;
         if (by_kind[ids] == NULL) {
             if (ids == SEEN_IDS_INT)
@@ -589,7 +590,7 @@ static const char *run_filter(RedisModuleKey **keys, int nkeys, item_batch *b, i
                 e = seen_query_str(b->strs, b->n, &by_kind[ids]);
         }
         if (!err && e == SEEN_OK)
-            e = seen_query_run(k->set, by_kind[ids], now, seen);
+            e = seen_query_run(seen_key_set(k), by_kind[ids], now, seen);
         if (!err && e != SEEN_OK)
             err = seen_reply_error(e);
     }
@@ -750,11 +751,11 @@ static int do_remove(RedisModuleCtx *ctx, RedisModuleString *name, bool has_now,
     }
     size_t removed = 0;
     seen_err e = SEEN_OK;
-    if (seen_get_policy(k->set)->ids == SEEN_IDS_INT) {
+    if (seen_get_policy(seen_key_set(k))->ids == SEEN_IDS_INT) {
         if (item_batch_ints(&b, &err))
-            e = seen_remove_int(k->set, b.ints, b.n, now, &removed);
+            e = seen_remove_int(seen_key_set(k), b.ints, b.n, now, &removed);
     } else {
-        e = seen_remove_str(k->set, b.strs, b.n, now, &removed);
+        e = seen_remove_str(seen_key_set(k), b.strs, b.n, now, &removed);
     }
     item_batch_free(&b);
     if (err || e != SEEN_OK) {
@@ -816,11 +817,11 @@ int seen_compact_key(RedisModuleCtx *ctx, RedisModuleString *name, int64_t now, 
         return 0; /* gone or replaced since: nothing of ours to compact */
     }
     seen_key *k = RedisModule_ModuleTypeGetValue(key);
-    if (!seen_compactable(k->set, now)) {
+    if (!seen_compactable(seen_key_set(k), now)) {
         RedisModule_CloseKey(key);
         return 0;
     }
-    seen_err e = seen_expire(k->set, now);
+    seen_err e = seen_expire(seen_key_set(k), now);
     if (e != SEEN_OK) {
         RedisModule_CloseKey(key);
         *err = seen_reply_error(e);
@@ -866,7 +867,7 @@ static int cmd_count(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     RedisModuleKey *key;
     if (!open_seen_key(ctx, argv[1], REDISMODULE_READ, &key, &k))
         return REDISMODULE_OK;
-    long long n = k ? (long long)seen_count(k->set, RedisModule_Milliseconds()) : 0;
+    long long n = k ? (long long)seen_count(seen_key_set(k), RedisModule_Milliseconds()) : 0;
     RedisModule_CloseKey(key);
     return RedisModule_ReplyWithLongLong(ctx, n);
 }
@@ -897,9 +898,9 @@ static const char *set_encoding(const seen_run_info *runs, size_t n)
     return n ? "exact" : "empty";
 }
 
-static void reply_policy(RedisModuleCtx *ctx, const seen_key *k)
+static void reply_policy(RedisModuleCtx *ctx, seen_key *k)
 {
-    const seen_policy *p = seen_get_policy(k->set);
+    const seen_policy *p = seen_get_policy(seen_key_set(k));
     RedisModule_ReplyWithMap(ctx, 8);
     RedisModule_ReplyWithCString(ctx, "window-ms");
     RedisModule_ReplyWithLongLong(ctx, (long long)p->window_ms);
@@ -978,27 +979,27 @@ static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         return RedisModule_ReplyWithError(ctx, "ERR no such key");
     }
     int64_t now = RedisModule_Milliseconds();
-    size_t nruns = seen_runs(k->set, NULL, 0);
-    size_t nsegs = seen_segments(k->set, now, NULL, 0);
+    size_t nruns = seen_runs(seen_key_set(k), NULL, 0);
+    size_t nsegs = seen_segments(seen_key_set(k), now, NULL, 0);
     seen_run_info *runs = RedisModule_Alloc((nruns ? nruns : 1) * sizeof *runs);
     seen_segment_info *segs = RedisModule_Alloc((nsegs ? nsegs : 1) * sizeof *segs);
-    nruns = seen_runs(k->set, runs, nruns);
-    nsegs = seen_segments(k->set, now, segs, nsegs);
-    int64_t forget = seen_forget_all_at(k->set);
+    nruns = seen_runs(seen_key_set(k), runs, nruns);
+    nsegs = seen_segments(seen_key_set(k), now, segs, nsegs);
+    int64_t forget = seen_forget_all_at(seen_key_set(k));
 
     RedisModule_ReplyWithMap(ctx, 10);
     RedisModule_ReplyWithCString(ctx, "policy");
     reply_policy(ctx, k);
     RedisModule_ReplyWithCString(ctx, "items");
-    RedisModule_ReplyWithLongLong(ctx, (long long)seen_count(k->set, now));
+    RedisModule_ReplyWithLongLong(ctx, (long long)seen_count(seen_key_set(k), now));
     RedisModule_ReplyWithCString(ctx, "bytes");
-    RedisModule_ReplyWithLongLong(ctx, (long long)(seen_bytes(k->set) + RedisModule_MallocSize(k)));
+    RedisModule_ReplyWithLongLong(ctx, (long long)seen_key_bytes(k));
     RedisModule_ReplyWithCString(ctx, "serialized-bytes");
-    RedisModule_ReplyWithLongLong(ctx, (long long)seen_serialized_size(k->set));
+    RedisModule_ReplyWithLongLong(ctx, (long long)seen_serialized_size(seen_key_set(k)));
     RedisModule_ReplyWithCString(ctx, "error");
-    RedisModule_ReplyWithDouble(ctx, seen_get_policy(k->set)->error);
+    RedisModule_ReplyWithDouble(ctx, seen_get_policy(seen_key_set(k))->error);
     RedisModule_ReplyWithCString(ctx, "fpr-estimate");
-    RedisModule_ReplyWithDouble(ctx, seen_fpr_estimate(k->set));
+    RedisModule_ReplyWithDouble(ctx, seen_fpr_estimate(seen_key_set(k)));
     RedisModule_ReplyWithCString(ctx, "forget-all-at-ms");
     RedisModule_ReplyWithLongLong(ctx, forget == INT64_MAX ? -1 : forget);
     RedisModule_ReplyWithCString(ctx, "encoding");
@@ -1061,7 +1062,7 @@ static const char *load_parse(RedisModuleString **argv, int argc, load_request *
 }
 
 static void repl_load(RedisModuleCtx *ctx, RedisModuleString *name, const load_request *q,
-                      const seen_key *k, int64_t now)
+                      seen_key *k, int64_t now)
 {
     repl_args r;
     repl_begin(ctx, &r, name, now);
@@ -1153,30 +1154,52 @@ typedef struct command_def {
 #define KEY_WRITE_INSERT (REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_INSERT)
 #define KEY_WRITE_DELETE (REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_DELETE)
 
+/* Every command ends by letting the keys it touched rest (packed again
+ * if small), whatever path it returns by. */
+#define SETTLED(fn)                                                                                \
+    static int fn##_settled(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)               \
+    {                                                                                              \
+        int r = fn(ctx, argv, argc);                                                               \
+        seen_keys_settle(RedisModule_Milliseconds());                                              \
+        return r;                                                                                  \
+    }
+SETTLED(cmd_reserve)
+SETTLED(cmd_add)
+SETTLED(cmd_insert)
+SETTLED(cmd_filter)
+SETTLED(cmd_mfilter)
+SETTLED(cmd_del)
+SETTLED(cmd_remove)
+SETTLED(cmd_count)
+SETTLED(cmd_info)
+SETTLED(cmd_compact)
+SETTLED(cmd_load)
+
 static const command_def commands[] = {
-    {"seen.reserve", cmd_reserve, "write deny-oom", -2, KEY_WRITE_INSERT,
+    {"seen.reserve", cmd_reserve_settled, "write deny-oom", -2, KEY_WRITE_INSERT,
      "Create an empty seen set with a policy", "O(1)", "write"},
-    {"seen.add", cmd_add, "write deny-oom", -3, KEY_WRITE_INSERT,
+    {"seen.add", cmd_add_settled, "write deny-oom", -3, KEY_WRITE_INSERT,
      "Add items; returns how many were new", "O(N log N) for N items", "write"},
-    {"seen.insert", cmd_insert, "write deny-oom", -4, KEY_WRITE_INSERT,
+    {"seen.insert", cmd_insert_settled, "write deny-oom", -4, KEY_WRITE_INSERT,
      "Add items given as arguments or in one newline-separated argument", "O(N log N) for N items",
      "write"},
-    {"seen.filter", cmd_filter, "readonly", -3, REDISMODULE_CMD_KEY_RO,
+    {"seen.filter", cmd_filter_settled, "readonly", -3, REDISMODULE_CMD_KEY_RO,
      "Return the candidates not seen, in input order", "O(N log N) for N candidates", "read"},
-    {"seen.del", cmd_del, "write", -3, KEY_WRITE_DELETE, "Forget items; returns how many were seen",
-     "O(N log N + M) for N items, M stored", "write"},
-    {"seen.remove", cmd_remove, "write", -4, KEY_WRITE_DELETE,
+    {"seen.del", cmd_del_settled, "write", -3, KEY_WRITE_DELETE,
+     "Forget items; returns how many were seen", "O(N log N + M) for N items, M stored", "write"},
+    {"seen.remove", cmd_remove_settled, "write", -4, KEY_WRITE_DELETE,
      "Forget items given as arguments or in one newline-separated argument",
      "O(N log N + M) for N items, M stored", "write"},
-    {"seen.count", cmd_count, "readonly fast", 2, REDISMODULE_CMD_KEY_RO,
+    {"seen.count", cmd_count_settled, "readonly fast", 2, REDISMODULE_CMD_KEY_RO,
      "Number of items remembered", "O(S) for S slices", "read"},
-    {"seen.info", cmd_info, "readonly fast", 2, REDISMODULE_CMD_KEY_RO,
+    {"seen.info", cmd_info_settled, "readonly fast", 2, REDISMODULE_CMD_KEY_RO,
      "Policy, size, encodings, slices and false-positive rates of a set", "O(S) for S slices",
      "read"},
-    {"seen.compact", cmd_compact, "write", -2, REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_UPDATE,
+    {"seen.compact", cmd_compact_settled, "write", -2,
+     REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_UPDATE,
      "Compact now an import the server would compact a second after its last write",
      "O(M) for M stored items", "write"},
-    {"seen.load", cmd_load, "write deny-oom", -3,
+    {"seen.load", cmd_load_settled, "write deny-oom", -3,
      REDISMODULE_CMD_KEY_OW | REDISMODULE_CMD_KEY_UPDATE,
      "Create a key from a serialized set (AOF rewrite form)", "O(M) for M stored bytes",
      "write dangerous"},
@@ -1233,8 +1256,8 @@ int seen_commands_register(RedisModuleCtx *ctx)
      * Cluster routing only reads legacy ranges or the getkeys API, so the
      * command also answers key-position requests itself. */
     /* Not "fast": a batch costs its candidates times its keys. */
-    if (RedisModule_CreateCommand(ctx, "seen.mfilter", cmd_mfilter, "readonly getkeys-api", 0, 0,
-                                  0) != REDISMODULE_OK)
+    if (RedisModule_CreateCommand(ctx, "seen.mfilter", cmd_mfilter_settled, "readonly getkeys-api",
+                                  0, 0, 0) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     RedisModuleCommandKeySpec specs[2] = {{0}};
     specs[0].flags = REDISMODULE_CMD_KEY_RO;

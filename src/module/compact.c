@@ -51,15 +51,14 @@ static void arm_timer(RedisModuleCtx *ctx, int64_t due)
     timer_armed = true;
 }
 
-void seen_compact_schedule(RedisModuleCtx *ctx, RedisModuleString *name, const seen_key *k,
-                           int64_t now)
+void seen_compact_schedule(RedisModuleCtx *ctx, RedisModuleString *name, seen_key *k, int64_t now)
 {
     int flags = RedisModule_GetContextFlags(ctx);
     /* Replicas and replays apply the master's SEEN.COMPACT instead. */
     if ((flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)) ||
         !(flags & REDISMODULE_CTX_FLAGS_MASTER))
         return;
-    if (!seen_compactable(k->set, now))
+    if (!seen_compactable(seen_key_set(k), now))
         return;
     int db = RedisModule_GetSelectedDb(ctx);
     int64_t due = RedisModule_Milliseconds() + SEEN_COMPACT_DELAY_MS;
@@ -110,6 +109,7 @@ static void compact_due(RedisModuleCtx *ctx, void *data)
         RedisModule_FreeString(NULL, p->name);
     }
     npending = keep;
+    seen_keys_settle(now);
     if (npending > 0)
         arm_timer(ctx, next_due);
 }

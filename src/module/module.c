@@ -80,7 +80,8 @@ typedef enum numeric_config {
     CFG_AOF_CHUNK,
     CFG_MFILTER_MAX_KEYS,
     CFG_LOAD_MAX_MEMORY,
-    CFG_LOAD_IDLE_SECONDS
+    CFG_LOAD_IDLE_SECONDS,
+    CFG_PACK_MAX_BYTES
 } numeric_config;
 
 static long long config_get_numeric(const char *name, void *privdata)
@@ -103,6 +104,8 @@ static long long config_get_numeric(const char *name, void *privdata)
         return (long long)seen_cfg.load_max_memory;
     case CFG_LOAD_IDLE_SECONDS:
         return (long long)seen_cfg.load_idle_seconds;
+    case CFG_PACK_MAX_BYTES:
+        return (long long)seen_cfg.pack_max_bytes;
     }
     return 0;
 }
@@ -137,6 +140,9 @@ static int config_set_numeric(const char *name, long long val, void *privdata,
         break;
     case CFG_LOAD_IDLE_SECONDS:
         seen_cfg.load_idle_seconds = (uint64_t)val;
+        break;
+    case CFG_PACK_MAX_BYTES:
+        seen_cfg.pack_max_bytes = (uint64_t)val;
         break;
     }
     return REDISMODULE_OK;
@@ -239,6 +245,10 @@ int seen_config_register(RedisModuleCtx *ctx)
     failed |= RedisModule_RegisterNumericConfig(
         ctx, "load-idle-seconds", 60, REDISMODULE_CONFIG_DEFAULT, 1, 86400, config_get_numeric,
         config_set_numeric, NULL, (void *)(intptr_t)CFG_LOAD_IDLE_SECONDS);
+    failed |= RedisModule_RegisterNumericConfig(
+        ctx, "pack-max-bytes", SEEN_PACK_MAX_BYTES_DEFAULT,
+        REDISMODULE_CONFIG_DEFAULT | REDISMODULE_CONFIG_MEMORY, 0, SEEN_PACK_MAX_BYTES_LIMIT,
+        config_get_numeric, config_set_numeric, NULL, (void *)(intptr_t)CFG_PACK_MAX_BYTES);
     if (failed)
         return REDISMODULE_ERR;
     return RedisModule_LoadConfigs(ctx);

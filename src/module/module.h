@@ -20,8 +20,19 @@
 #define SEEN_KEY_EXPIRY 1u /* the module sets the key's TTL after each write */
 #define SEEN_KEY_FLAGS_ALL SEEN_KEY_EXPIRY
 
+/*
+ * A key's set rests in one of two forms.  A small set rests packed: its
+ * serialized bytes alone (a few dozen bytes of fixed part instead of the
+ * ~600 of the set's tables), unpacked while a command uses it and packed
+ * again when the command ends (seen_keys_settle).  A larger set stays
+ * unpacked.  Use seen_key_set() to reach the set in either form.
+ */
 typedef struct seen_key {
-    seen_set *set;
+    seen_set *set;   /* NULL while packed */
+    uint8_t *packed; /* the serialized set, or NULL; kept beside an
+                        unpacked set until a write changes it */
+    uint32_t packed_len;
+    uint8_t listed; /* unpacked by the current command */
     uint32_t flags;
     /* Added to the time everything is forgotten, so keys written at the same
      * moment expire at different times.  Drawn once, when the key is made,
@@ -37,8 +48,19 @@ extern RedisModuleType *seen_type;
 /* Wrap a set (taking it over); NULL only if out of memory. */
 seen_key *seen_key_new(seen_set *set, uint32_t flags, int64_t jitter_ms);
 void seen_key_free(seen_key *key);
+/* The key's set, unpacked if it rests packed (then packed again when the
+ * command ends). */
+seen_set *seen_key_set(seen_key *key);
+/* A write changed the set: its packed bytes are stale, and it is packed
+ * again (if small) and recounted when the command ends. */
+void seen_key_changed(seen_key *key);
+/* At the end of every command and timer: sets unpacked or changed by it
+ * rest again, packed if small; `now` recounts the INFO totals. */
+void seen_keys_settle(int64_t now);
 /* Recount the key's share of the INFO totals after a write at `now`. */
 void seen_key_account(seen_key *key, int64_t now);
+/* Memory the key holds as it rests (what MEMORY USAGE counts for it). */
+size_t seen_key_bytes(const seen_key *key);
 /* Register the data type; REDISMODULE_ERR on failure. */
 int seen_type_register(RedisModuleCtx *ctx);
 
@@ -62,6 +84,7 @@ typedef struct seen_config {
     uint64_t mfilter_max_keys;  /* distinct keys one SEEN.MFILTER may name */
     uint64_t load_max_memory;   /* bytes all unfinished SEEN.LOAD uploads may hold */
     uint64_t load_idle_seconds; /* an upload idle this long is dropped */
+    uint64_t pack_max_bytes;    /* sets serializing to at most this rest packed */
 } seen_config;
 
 /* SEEN.MFILTER's cost is keys x candidates: a user's few keys (delivered,
@@ -69,6 +92,12 @@ typedef struct seen_config {
  * may ask of the server whatever the configuration. */
 #define SEEN_MFILTER_MAX_KEYS_DEFAULT 64
 #define SEEN_MFILTER_MAX_KEYS_LIMIT 10000
+
+/* A set rests packed while its serialized form is at most this large:
+ * small keys are most keys, and their tables would outweigh their items;
+ * unpacking costs a command a few microseconds per kilobyte. */
+#define SEEN_PACK_MAX_BYTES_DEFAULT 4096
+#define SEEN_PACK_MAX_BYTES_LIMIT (1LL << 20)
 
 extern seen_config seen_cfg;
 
@@ -117,8 +146,7 @@ size_t seen_upload_held(void);
 
 /* After a write at `now` on a master: if the set holds an import's items
  * exactly, compact it once no write has touched it for the delay. */
-void seen_compact_schedule(RedisModuleCtx *ctx, RedisModuleString *name, const seen_key *k,
-                           int64_t now);
+void seen_compact_schedule(RedisModuleCtx *ctx, RedisModuleString *name, seen_key *k, int64_t now);
 /* Compact the key `name` of the selected database at `now` if it holds an
  * import's items exactly, and replicate that as SEEN.COMPACT ... NOW now.
  * Returns 1 if it did, 0 if there was nothing to do, -1 on error (*err). */

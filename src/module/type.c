@@ -16,9 +16,14 @@
  * AOF rewrite: the original items cannot be listed (only fingerprints are
  * kept), so the rewrite carries the serialized set in SEEN.LOAD commands,
  * split in chunks of seen.aof-chunk bytes when it is larger.
+ *
+ * Resting forms (module.h): a set whose serialized form is at most
+ * seen.pack-max-bytes rests as those bytes, which RDB, AOF, DUMP and COPY
+ * then use as they are.
  */
 #include "module.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define SEEN_TYPE_NAME "seen--set"
@@ -32,9 +37,94 @@ seen_stats seen_counters;
 seen_key *seen_key_new(seen_set *set, uint32_t flags, int64_t jitter_ms)
 {
     seen_key *k = RedisModule_Alloc(sizeof *k);
-    *k = (seen_key){set, flags, jitter_ms, 0, 0};
+    *k = (seen_key){.set = set, .flags = flags, .jitter_ms = jitter_ms};
     atomic_fetch_add_explicit(&seen_counters.keys, 1, memory_order_relaxed);
     return k;
+}
+
+/* The set's serialized bytes, in memory Redis accounts for. */
+static uint8_t *serialize(const seen_set *set, size_t *len)
+{
+    size_t need = seen_serialized_size(set);
+    uint8_t *buf = RedisModule_Alloc(need ? need : 1);
+    if (seen_serialize(set, buf, need, len) != SEEN_OK)
+        *len = 0; /* cannot happen: the size was just computed */
+    return buf;
+}
+
+/* The keys the current command (or timer) unpacked or changed. */
+static seen_key **touched;
+static size_t ntouched, touched_cap;
+
+static void touch(seen_key *k)
+{
+    if (k->listed)
+        return;
+    if (ntouched == touched_cap) {
+        touched_cap = touched_cap ? 2 * touched_cap : 16;
+        touched = RedisModule_Realloc(touched, touched_cap * sizeof *touched);
+    }
+    touched[ntouched++] = k;
+    k->listed = 1;
+}
+
+static void drop_packed(seen_key *k)
+{
+    if (k->packed)
+        RedisModule_Free(k->packed);
+    k->packed = NULL;
+    k->packed_len = 0;
+}
+
+seen_set *seen_key_set(seen_key *k)
+{
+    if (k->set == NULL) {
+        /* Bytes this module wrote and validated when they came in: they
+         * load unless memory is corrupt, and then nothing can go on. */
+        if (seen_deserialize_trusted(k->packed, k->packed_len, &k->set) != SEEN_OK) {
+            RedisModule_Log(NULL, "warning", "seen: a packed set in memory does not load");
+            abort();
+        }
+        touch(k);
+    }
+    return k->set;
+}
+
+void seen_key_changed(seen_key *k)
+{
+    drop_packed(k);
+    touch(k);
+}
+
+/* Rest as packed bytes if the set is small enough. */
+static void pack(seen_key *k)
+{
+    if (k->set == NULL || k->packed)
+        return;
+    if (seen_serialized_size(k->set) > seen_cfg.pack_max_bytes)
+        return;
+    size_t len;
+    k->packed = serialize(k->set, &len);
+    k->packed_len = (uint32_t)len;
+    seen_free(k->set);
+    k->set = NULL;
+}
+
+void seen_keys_settle(int64_t now)
+{
+    for (size_t i = 0; i < ntouched; i++) {
+        seen_key *k = touched[i];
+        k->listed = 0;
+        if (k->packed) { /* only read: the bytes still hold */
+            seen_free(k->set);
+            k->set = NULL;
+            continue;
+        }
+        seen_key_account(k, now); /* items, from the set */
+        pack(k);
+        seen_key_account(k, now); /* bytes, as it rests */
+    }
+    ntouched = 0;
 }
 
 void seen_key_free(seen_key *k)
@@ -42,18 +132,25 @@ void seen_key_free(seen_key *k)
     atomic_fetch_sub_explicit(&seen_counters.keys, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&seen_counters.items, k->counted_items, memory_order_relaxed);
     atomic_fetch_sub_explicit(&seen_counters.bytes, k->counted_bytes, memory_order_relaxed);
+    /* A key deleted by the command that unpacked it leaves the list. */
+    for (size_t i = 0; k->listed && i < ntouched; i++)
+        if (touched[i] == k)
+            touched[i--] = touched[--ntouched];
     seen_free(k->set);
+    drop_packed(k);
     RedisModule_Free(k);
 }
 
-static size_t key_bytes(const seen_key *k)
+size_t seen_key_bytes(const seen_key *k)
 {
-    return seen_bytes(k->set) + RedisModule_MallocSize((void *)k);
+    size_t b = RedisModule_MallocSize((void *)k);
+    return b + (k->packed ? RedisModule_MallocSize(k->packed) : seen_bytes(k->set));
 }
 
 void seen_key_account(seen_key *k, int64_t now)
 {
-    uint64_t items = seen_count(k->set, now), bytes = key_bytes(k);
+    uint64_t items = k->set ? seen_count(k->set, now) : k->counted_items;
+    uint64_t bytes = seen_key_bytes(k);
     /* Unsigned wrap-around makes add-then-subtract exact either way. */
     atomic_fetch_add_explicit(&seen_counters.items, items - k->counted_items, memory_order_relaxed);
     atomic_fetch_add_explicit(&seen_counters.bytes, bytes - k->counted_bytes, memory_order_relaxed);
@@ -75,14 +172,23 @@ seen_err seen_key_deserialize(const uint8_t *buf, size_t len, seen_set **out)
     return seen_deserialize(buf, len, out);
 }
 
-/* The set's serialized bytes, in memory Redis accounts for. */
-static uint8_t *serialize(const seen_set *set, size_t *len)
+/* The key's serialized set: its packed bytes (*owned false), or made
+ * now (*owned true: free it). */
+static const uint8_t *stored_bytes(const seen_key *k, size_t *len, bool *owned)
 {
-    size_t need = seen_serialized_size(set);
-    uint8_t *buf = RedisModule_Alloc(need ? need : 1);
-    if (seen_serialize(set, buf, need, len) != SEEN_OK)
-        *len = 0; /* cannot happen: the size was just computed */
-    return buf;
+    if (k->packed) {
+        *len = k->packed_len;
+        *owned = false;
+        return k->packed;
+    }
+    *owned = true;
+    return serialize(k->set, len);
+}
+
+static void release_bytes(const uint8_t *buf, bool owned)
+{
+    if (owned)
+        RedisModule_Free((void *)buf);
 }
 
 /* ------------------------------------------------------------ callbacks */
@@ -91,11 +197,12 @@ static void type_rdb_save(RedisModuleIO *io, void *value)
 {
     seen_key *k = value;
     size_t len;
-    uint8_t *buf = serialize(k->set, &len);
+    bool owned;
+    const uint8_t *buf = stored_bytes(k, &len, &owned);
     RedisModule_SaveUnsigned(io, k->flags);
     RedisModule_SaveUnsigned(io, (uint64_t)k->jitter_ms);
     RedisModule_SaveStringBuffer(io, (const char *)buf, len);
-    RedisModule_Free(buf);
+    release_bytes(buf, owned);
 }
 
 static void *type_rdb_load(RedisModuleIO *io, int encver)
@@ -136,6 +243,8 @@ static void *type_rdb_load(RedisModuleIO *io, int encver)
     }
     seen_key *k = seen_key_new(set, (uint32_t)flags, (int64_t)jitter);
     seen_key_account(k, RedisModule_Milliseconds());
+    pack(k);
+    seen_key_account(k, RedisModule_Milliseconds());
     return k;
 }
 
@@ -143,7 +252,8 @@ static void type_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *v
 {
     seen_key *k = value;
     size_t len;
-    uint8_t *buf = serialize(k->set, &len);
+    bool owned;
+    const uint8_t *buf = stored_bytes(k, &len, &owned);
     const char *expiry = (k->flags & SEEN_KEY_EXPIRY) ? "ON" : "OFF";
     long long jitter = k->jitter_ms;
     size_t chunk = seen_cfg.aof_chunk;
@@ -158,12 +268,12 @@ static void type_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *v
                                 (const char *)buf + off, part);
         }
     }
-    RedisModule_Free(buf);
+    release_bytes(buf, owned);
 }
 
 static size_t type_mem_usage(const void *value)
 {
-    return key_bytes(value);
+    return seen_key_bytes(value);
 }
 
 /* Bytes of the serialized set, so that DEBUG DIGEST-VALUE on a master and
@@ -172,12 +282,13 @@ static void type_digest(RedisModuleDigest *md, void *value)
 {
     seen_key *k = value;
     size_t len;
-    uint8_t *buf = serialize(k->set, &len);
+    bool owned;
+    const uint8_t *buf = stored_bytes(k, &len, &owned);
     RedisModule_DigestAddLongLong(md, k->flags);
     RedisModule_DigestAddLongLong(md, k->jitter_ms);
     RedisModule_DigestAddStringBuffer(md, (const char *)buf, len);
     RedisModule_DigestEndSequence(md);
-    RedisModule_Free(buf);
+    release_bytes(buf, owned);
 }
 
 static void type_free(void *value)
@@ -191,7 +302,7 @@ static size_t type_free_effort(RedisModuleString *key, const void *value)
 {
     (void)key;
     const seen_key *k = value;
-    return 4 + seen_runs(k->set, NULL, 0);
+    return k->set ? 4 + seen_runs(k->set, NULL, 0) : 2;
 }
 
 static void *type_copy(RedisModuleString *from, RedisModuleString *to, const void *value)
@@ -199,10 +310,20 @@ static void *type_copy(RedisModuleString *from, RedisModuleString *to, const voi
     (void)from;
     (void)to;
     const seen_key *k = value;
-    seen_set *copy;
-    if (seen_copy(k->set, &copy) != SEEN_OK)
-        return NULL;
-    seen_key *c = seen_key_new(copy, k->flags, k->jitter_ms);
+    seen_key *c;
+    if (k->packed) {
+        c = seen_key_new(NULL, k->flags, k->jitter_ms);
+        c->packed = RedisModule_Alloc(k->packed_len);
+        memcpy(c->packed, k->packed, k->packed_len);
+        c->packed_len = k->packed_len;
+        atomic_fetch_add_explicit(&seen_counters.items, k->counted_items, memory_order_relaxed);
+        c->counted_items = k->counted_items;
+    } else {
+        seen_set *copy;
+        if (seen_copy(k->set, &copy) != SEEN_OK)
+            return NULL;
+        c = seen_key_new(copy, k->flags, k->jitter_ms);
+    }
     seen_key_account(c, RedisModule_Milliseconds());
     return c;
 }

@@ -14,7 +14,8 @@ OPCODE_EOF = 0
 OPCODE_UINT = 2
 OPCODE_STRING = 5
 
-# Offsets into the serialized set (core format, version 1).
+# Offsets into a serialized set of core format version 1 (the writer now
+# writes version 2, whose header fields are varints: see v2_header()).
 SET_HEADER_BYTES = 106
 OFF_WINDOW = 8
 OFF_SLICES = 16
@@ -143,3 +144,69 @@ def dump(client, key):
     payload = client.dump(key)
     assert payload is not None, "no such key"
     return Dump(payload)
+
+
+def v1_blob():
+    """A set serialized by format version 1 (tests/unit/data): the loader
+    still takes it, and its fields sit at fixed offsets."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "tests", "unit", "data", "v1_window.bin"), "rb") as f:
+        return f.read()
+
+
+def uvarint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def read_uvarint(buf, pos):
+    v, shift = 0, 0
+    while True:
+        b = buf[pos]
+        v |= (b & 0x7F) << shift
+        pos += 1
+        shift += 7
+        if not b & 0x80:
+            return v, pos
+
+
+V2_HEADER_FIELDS = ["flags", "window", "slices", "error", "capacity", "exact_limit", "origin",
+                    "clock", "newest", "plan", "hwm", "hwm_clock", "next_seg_id", "nsegs",
+                    "nruns", "head_n"]
+
+
+def v2_header(blob):
+    """Where each header field of a version 2 set starts and ends:
+    {name: (start, end)}; `error` and `plan` span their two parts."""
+    assert blob[4:6] == b"\x02\x00", "not format version 2"
+    pos, spans = 6, {}
+    flags = None
+    for name in V2_HEADER_FIELDS:
+        start = pos
+        if name == "error":
+            if flags & 4:
+                pos += 8
+            else:
+                _, pos = read_uvarint(blob, pos)
+                pos += 1
+        elif name == "plan":
+            pos += 1
+            _, pos = read_uvarint(blob, pos)
+        else:
+            v, pos = read_uvarint(blob, pos)
+            if name == "flags":
+                flags = v
+        spans[name] = (start, pos)
+    return spans
+
+
+def v2_replace(blob, field, raw):
+    """The set with one header field's bytes replaced (checksum fixed)."""
+    start, end = v2_header(blob)[field]
+    return fix_set_checksum(blob[:start] + raw + blob[end:])

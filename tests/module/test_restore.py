@@ -86,11 +86,15 @@ def test_bit_flips_past_the_checksum(r, sample):
             assert r.ping()
             continue
         accepted += 1
-        # Whatever was accepted must work.
-        r.execute_command("SEEN.FILTER", "dst", "x1-5", "never")
-        r.execute_command("SEEN.INFO", "dst")
-        r.execute_command("SEEN.ADD", "dst", "more")
-        r.execute_command("DEBUG", "DIGEST-VALUE", "dst")
+        # Whatever was accepted must work (a flip may turn a string set
+        # into an integer one: then strings are refused, in words).
+        for command in (("SEEN.FILTER", "dst", "x1-5", "never"), ("SEEN.INFO", "dst"),
+                        ("SEEN.ADD", "dst", "more"), ("SEEN.ADD", "dst", "17"),
+                        ("DEBUG", "DIGEST-VALUE", "dst")):
+            try:
+                r.execute_command(*command)
+            except redis.ResponseError as e:
+                assert "decimal integers" in str(e), e
         r.delete("dst")
     assert accepted < 400, accepted
 
@@ -109,17 +113,40 @@ def put64(blob, off, v):
     ("window", 1 << 62), ("error_bits", 0x7FF8000000000000), ("error_bits", 0x3FF0000000000000),
 ])
 def test_absurd_header_fields(r, sample, field, value):
+    """Format version 1 (fixed offsets), which the loader still takes."""
     offsets = {"nsegs": (payloads.OFF_NSEGS, 4), "nruns": (payloads.OFF_NRUNS, 4),
                "head_n": (payloads.OFF_HEAD_N, 4), "slices": (payloads.OFF_SLICES, 4),
                "window": (payloads.OFF_WINDOW, 8), "error_bits": (payloads.OFF_ERROR, 8)}
     off, size = offsets[field]
-    blob = (put32 if size == 4 else put64)(sample.blob, off, value)
+    v1 = payloads.v1_blob()
+    r.restore("v1", 0, sample.build(blob=v1))  # untouched, it loads
+    blob = (put32 if size == 4 else put64)(v1, off, value)
     rejected(r, sample.build(blob=payloads.fix_set_checksum(blob)))
 
 
+uv = payloads.uvarint
+
+
+@pytest.mark.parametrize("field,raw", [
+    ("nsegs", uv(0xFFFFFFFF)), ("nsegs", uv(5000)), ("nsegs", uv(1 << 40)),
+    ("nruns", uv(65)), ("nruns", uv((1 << 64) - 1)), ("head_n", uv(1 << 22)),
+    ("slices", uv(0)), ("slices", uv(65)), ("window", uv(1 << 62)),
+    ("flags", uv(8 | 1)), ("flags", b"\x81\x00"),             # unknown bit; overlong
+    ("error", uv(5) + b"\x01"),                                # 0.5
+    ("error", uv(1) + b"\x17"),                                # 10^-23
+    ("error", uv(1 << 53) + b"\x10"),                          # m past 2^53
+    ("plan", b"\x40" + uv(1)), ("plan", b"\x02" + uv(2)),      # shift 64; not one form
+    ("origin", uv((1 << 50) + 1)), ("clock", b"\xff" * 10 + b"\x01"),  # past 64 bits
+    ("next_seg_id", uv(1 << 32)),
+])
+def test_absurd_header_fields_v2(r, sample, field, raw):
+    rejected(r, sample.build(blob=payloads.v2_replace(sample.blob, field, raw)))
+
+
 def test_absurd_run_fields(r, sample):
-    """Each 8-byte field of the first run header set to huge values."""
-    blob = sample.blob
+    """Each 8-byte field of the first run header set to huge values
+    (format version 1, fixed offsets)."""
+    blob = payloads.v1_blob()
     nsegs = struct.unpack_from("<I", blob, payloads.OFF_NSEGS)[0]
     head_n = struct.unpack_from("<I", blob, payloads.OFF_HEAD_N)[0]
     run = payloads.SET_HEADER_BYTES + payloads.SEGMENT_BYTES * nsegs + payloads.HEAD_ENTRY_BYTES * head_n
@@ -176,7 +203,7 @@ def test_random_garbage(r, sample):
 
 
 def test_load_command_validates_the_same(r, sample):
-    bad = payloads.fix_set_checksum(put32(sample.blob, payloads.OFF_NSEGS, 0xFFFFFFFF))
+    bad = payloads.v2_replace(sample.blob, "nsegs", payloads.uvarint(0xFFFFFFFF))
     with pytest.raises(redis.ResponseError, match="corrupt|truncated"):
         r.execute_command("SEEN.LOAD", "dst", bad)
     assert not r.exists("dst")

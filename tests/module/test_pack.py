@@ -1,0 +1,82 @@
+"""test_pack.py — small sets rest in their serialized form ("packed").
+
+A set whose serialized form is at most seen.pack-max-bytes is kept as those
+bytes between commands: its tables would outweigh its items.  Packing must
+change nothing a client can see but memory: the same answers, the same
+DUMP, the same INFO totals, in either form and across the threshold.
+"""
+import random
+
+from helpers import info_map, server_ms
+
+ITEMS = ["item-%08d-abcdefghij" % i for i in range(3000)]
+
+
+def answers(r, key, candidates):
+    return r.execute_command("SEEN.MFILTER", 1, key, "REPLY", "FLAGS", "BULK",
+                             "\n".join(candidates))
+
+
+def fill(r, key, n, page=20, now=None):
+    for i in range(0, n, page):
+        if now is None:
+            r.execute_command("SEEN.ADD", key, *ITEMS[i:i + page])
+        else:  # at a given time, so that two keys can be byte-identical
+            r.execute_command("SEEN.INSERT", key, "NOW", now + i, "ITEMS", *ITEMS[i:i + page])
+
+
+def test_small_keys_take_less_memory_and_answer_the_same(r):
+    now = server_ms(r) - 10000
+    r.config_set("seen.pack-max-bytes", 0)
+    fill(r, "loose", 100, now=now)
+    r.config_set("seen.pack-max-bytes", 4096)
+    fill(r, "packed", 100, now=now)
+    candidates = ITEMS[:200]
+    assert answers(r, "packed", candidates) == answers(r, "loose", candidates)
+    assert r.dump("packed") == r.dump("loose")
+    loose, packed = r.memory_usage("loose", samples=0), r.memory_usage("packed", samples=0)
+    assert packed <= loose - 200, (packed, loose)  # the tables, whatever the allocator
+    # SEEN.INFO reports what the key holds as it rests.
+    info = info_map(r.execute_command("SEEN.INFO", "packed"))
+    assert info["bytes"] <= packed < info["bytes"] + 100
+
+
+def test_keys_cross_the_threshold_both_ways(r):
+    r.config_set("seen.pack-max-bytes", 1024)
+    rng = random.Random(5)
+    fill(r, "k", 2000, page=100)  # grows past 1 KB: stays unpacked
+    big = r.memory_usage("k", samples=0)
+    r.execute_command("SEEN.REMOVE", "k", "BULK", "\n".join(ITEMS[:1950]))
+    small = r.memory_usage("k", samples=0)
+    assert small < big / 4
+    probe = ITEMS[:2000] + ["never-%d" % rng.randrange(10 ** 9) for _ in range(200)]
+    flags = answers(r, "k", probe)
+    assert flags[1950:2000] == b"1" * 50 and flags[:1950].count(b"1") < 10
+    r.config_set("seen.pack-max-bytes", 4096)
+
+
+def test_info_totals_follow_the_resting_form(r):
+    for n in (0, 1, 50, 400, 2000):
+        if n == 0:
+            r.execute_command("SEEN.RESERVE", "t0")
+        else:
+            fill(r, "t%d" % n, n, page=50)
+    keys = ["t0", "t1", "t50", "t400", "t2000"]
+    total = sum(info_map(r.execute_command("SEEN.INFO", k))["bytes"] for k in keys)
+    assert r.info("seen")["seen_bytes"] == total
+    r.execute_command("SEEN.FILTER", "t50", "a", "b")  # a read changes nothing
+    assert r.info("seen")["seen_bytes"] == total
+    r.delete(*keys)
+    assert r.info("seen")["seen_bytes"] == 0 and r.info("seen")["seen_keys"] == 0
+
+
+def test_copy_and_reads_of_packed_keys(r):
+    fill(r, "src", 60)
+    assert r.copy("src", "dst")
+    r.execute_command("SEEN.ADD", "dst", "only-in-dst")
+    assert r.execute_command("SEEN.FILTER", "src", "only-in-dst", ITEMS[0]) == [b"only-in-dst"]
+    assert r.execute_command("SEEN.FILTER", "dst", "only-in-dst", ITEMS[0]) == []
+    assert r.execute_command("SEEN.COUNT", "src") == 60
+    # MFILTER over the same packed key twice, and over two packed keys.
+    assert r.execute_command("SEEN.MFILTER", 3, "src", "dst", "src", "ITEMS", "only-in-dst",
+                             "x") == [b"x"]
