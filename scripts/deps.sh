@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential pkg-config clang-14 libclang-rt-14-dev libfuzzer-14-dev clang-format
   redis-server redis-tools
   libxxhash-dev libcmocka-dev libhiredis-dev librdkafka-dev libjansson-dev
-  python3 python3-redis python3-pytest
+  python3 python3-redis python3-pytest python3-pip python3-venv python3-setuptools python3-wheel
   gnuplot-nox
 )
 
