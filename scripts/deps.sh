@@ -16,6 +16,11 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+# The Node.js client's tests need node and npm; a machine that has them
+# from elsewhere (e.g. NodeSource, which bundles npm) keeps its own.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 SUDO=""

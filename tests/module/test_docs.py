@@ -1,9 +1,11 @@
-"""test_docs.py — the client examples of docs/commands.md run as written
-(Python, C with hiredis, redis-cli), against the shared server."""
+"""test_docs.py — the client examples of docs/commands.md (Python, C with
+hiredis, redis-cli) and the Python example of docs/clients.md (the
+seen_redis package) run as written, against the shared server."""
 import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -11,10 +13,11 @@ from conftest import ROOT
 from helpers import free_port
 
 DOC = os.path.join(ROOT, "docs", "commands.md")
+CLIENTS_DOC = os.path.join(ROOT, "docs", "clients.md")
 
 
-def example(heading, language):
-    with open(DOC) as f:
+def example(heading, language, doc=DOC):
+    with open(doc) as f:
         text = f.read()
     section = text[text.index(heading):]
     match = re.search(r"```%s\n(.*?)```" % language, section, re.S)
@@ -24,6 +27,12 @@ def example(heading, language):
 def test_python_example(shared_server, r):
     code = example("### Python (redis-py)", "python").replace("6379", str(shared_server.port))
     exec(compile(code, "commands.md", "exec"), {})
+
+
+def test_python_client_example(shared_server, r):
+    sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
+    code = example("## Python", "python", CLIENTS_DOC).replace("6379", str(shared_server.port))
+    exec(compile(code, "clients.md", "exec"), {})
 
 
 def test_c_example(shared_server, r, tmp_path):
