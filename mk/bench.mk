@@ -36,3 +36,26 @@ test-bench: $(BUILD)/seen.so $(BUILD)/bench/bench_redis
 	bash bench/check_report.sh $(BUILD)/bench-smoke
 
 EXTRA_TESTS += test-bench
+
+# ------------------------------------------------------------ lifecycle
+# A fleet's memory over 200 simulated days: a redis-server whose wall clock
+# runs fast (libfastclock.so, LD_PRELOAD), SEEN keys beside SETs and trimmed
+# ZSETs (bench/lifecycle.py; bench/results/lifecycle.md and .png).
+# test-lifecycle is its 60-day short form (~40 s), part of `make test`: it
+# fails on a false negative, and reports the memory targets.
+.PHONY: bench-lifecycle test-lifecycle
+
+$(BUILD)/bench/libfastclock.so: bench/fastclock.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) -Wall -Wextra -Werror -O2 -fPIC -shared $< -o $@
+
+bench-lifecycle: $(BUILD)/seen.so $(BUILD)/bench/libfastclock.so
+	$(PYTHON_SYSTEM) bench/lifecycle.py --out $(BENCH_OUT)
+
+test-lifecycle: $(BUILD)/seen.so $(BUILD)/bench/libfastclock.so
+	@rm -rf $(BUILD)/lifecycle-smoke
+	timeout -k 30 300 $(PYTHON_SYSTEM) bench/lifecycle.py --short --check \
+		--out $(BUILD)/lifecycle-smoke --command "make test-lifecycle"
+	@grep -q '^| 60 |' $(BUILD)/lifecycle-smoke/lifecycle.md
+
+EXTRA_TESTS += test-lifecycle

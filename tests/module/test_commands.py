@@ -575,13 +575,13 @@ def test_now_option_everywhere(r):
 
 
 def test_exact_limit_config(r):
+    assert r.config_get("seen.exact-limit") == {"seen.exact-limit": "16"}  # the default
     r.config_set("seen.exact-limit", 1000)
     try:
         r.execute_command("SEEN.ADD", "k", "a")
         assert policy(r, "k")["exact-limit"] == 1000
     finally:
-        r.config_set("seen.exact-limit", 128)
-    assert r.config_get("seen.exact-limit") == {"seen.exact-limit": "128"}
+        r.config_set("seen.exact-limit", 16)
 
 
 def test_options_named_once_and_numbers_strict(r):

@@ -1,0 +1,321 @@
+#!/usr/bin/python3
+"""lifecycle.py — what a fleet of seen keys costs over its life, against the
+same events kept in SETs and in ZSETs trimmed to the window.
+
+A redis-server with the module runs with its wall clock sped up
+(build/bench/libfastclock.so, LD_PRELOAD), so 200 days pass in about two
+minutes while the server works at normal speed.  A population with seed
+003's mix — 60% light users (~100 items held in 90 days), 30% medium
+(~1,000), 10% heavy (~20,000) — plus a few users adding 10 a day, and a
+steady trickle of new users, each writes pages of up to 20 items at the
+server's clock, as a feed does.  The same events go to a SEEN key (default
+policy: 90 days, 4 slices, error 0.001), a SET (what keeping everything
+costs) and a ZSET scored by time and trimmed with ZREMRANGEBYSCORE on every
+write (seed 002's design).  At each checkpoint: MEMORY USAGE of every key,
+per class and fleet-wide, bits per live item (items written within the
+window, from an exact model kept here), and the SEEN keys' answers checked
+against the model: every live item must be seen (a false negative fails
+the run) and never-written candidates counted as false positives.
+
+  bench/lifecycle.py --out bench/results          the full run (make bench-lifecycle)
+  bench/lifecycle.py --short --check --out DIR    a 60-day run for make test
+
+It prints the targets and whether each holds; --check exits 1 if an
+enforced one misses (ENFORCED below).
+"""
+import argparse
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+
+DAY = 86400000
+WINDOW_DAYS = 90
+SLICE_DAYS = WINDOW_DAYS / 4
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# Items a day for ~100, ~1,000 and ~20,000 held in the window (seed 003),
+# and the light user of the targets (10 a day).
+CLASSES = {"light": 100 / WINDOW_DAYS, "medium": 1000 / WINDOW_DAYS,
+           "heavy": 20000 / WINDOW_DAYS, "10/day": 10.0}
+MIX = [("light", 0.6), ("medium", 0.3), ("heavy", 0.1)]
+
+# name: (description, check(result) -> (holds, measured))
+TARGETS = {
+    "big keys": "every SEEN key holding >= 1,000 live items: <= 20 bits per item",
+    "fleet": "fleet with users arriving: <= 16 bits per live item at every checkpoint",
+    "steady fleet": "fleet once arrivals have stopped for a window: <= 14.5 bits per live item",
+    "10 a day": "users adding 10 a day, ~900 held, past their first window: <= 17 bits per item",
+    "no false negatives": "every item written within the window is seen",
+}
+# The targets --check enforces.  The others are measured and reported.
+ENFORCED = ["no false negatives"]
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_server(factor, module, directory):
+    port = free_port()
+    env = dict(os.environ, SEEN_FASTCLOCK_FACTOR=str(factor),
+               LD_PRELOAD=os.path.join(ROOT, "build", "bench", "libfastclock.so"))
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                             "--dir", directory, "--save", "", "--appendonly", "no",
+                             "--loadmodule", module], env=env, stdout=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
+    for _ in range(200):
+        try:
+            client.ping()
+            return proc, client
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("lifecycle: redis-server did not start")
+
+
+def server_ms(client):
+    s, us = client.time()
+    return s * 1000 + us // 1000
+
+
+class User:
+    def __init__(self, uid, kind, arrives):
+        self.uid, self.kind, self.arrives = uid, kind, arrives
+        self.rate = CLASSES[kind]
+        self.owed = 0.0
+        self.written = []  # (ms, item)
+        self.seen_key, self.set_key, self.zset_key = ("seen:%d" % uid, "set:%d" % uid,
+                                                      "zset:%d" % uid)
+
+    def live(self, now):
+        return [it for t, it in self.written if t > now - WINDOW_DAYS * DAY]
+
+
+def population(users, arrivals, arrive_until, rng):
+    out = []
+    for i in range(users + arrivals):
+        r, kind = rng.random(), "light"
+        for k, share in MIX:
+            if r < share:
+                kind = k
+                break
+            r -= share
+        arrives = 0.0 if i < users else rng.uniform(0, arrive_until)
+        out.append(User(i, kind, arrives))
+    for j in range(max(2, users // 20)):  # a few users adding 10 a day
+        out.append(User(users + arrivals + j, "10/day", 0.0))
+    return out
+
+
+def write_step(client, people, day, now, step_days):
+    pipe = client.pipeline(transaction=False)
+    for u in people:
+        if u.arrives > day:
+            continue
+        u.owed += u.rate * step_days
+        n = int(u.owed)
+        u.owed -= n
+        for start in range(0, n, 20):
+            page = ["u%d-%016x" % (u.uid, len(u.written) + k) for k in range(min(20, n - start))]
+            u.written.extend((now, it) for it in page)
+            pipe.execute_command("SEEN.ADD", u.seen_key, *page)
+            pipe.sadd(u.set_key, *page)
+            pipe.zadd(u.zset_key, {it: now for it in page})
+            pipe.zremrangebyscore(u.zset_key, "-inf", now - WINDOW_DAYS * DAY)
+    pipe.execute()
+
+
+def checkpoint(client, people, day, now, rng):
+    """Memory per design and class, bits per live item, and the SEEN keys'
+    answers against the model."""
+    active = [u for u in people if u.written]
+    pipe = client.pipeline(transaction=False)
+    for u in active:
+        for key in (u.seen_key, u.set_key, u.zset_key):
+            pipe.memory_usage(key, samples=0)
+    usage = pipe.execute()
+    row = {"day": day, "classes": {}, "worst_big": 0.0, "false_negatives": 0, "fp": 0, "probes": 0}
+    totals = {"seen": 0, "set": 0, "zset": 0}
+    live_total = 0
+    for i, u in enumerate(active):
+        mem = [x or 0 for x in usage[3 * i:3 * i + 3]]
+        live = u.live(now)
+        # Young: younger than one slice; otherwise the user's class.
+        kind = "young" if day - max(u.arrives, 0) < SLICE_DAYS else u.kind
+        c = row["classes"].setdefault(kind, {"users": 0, "live": 0, "seen": 0, "set": 0,
+                                             "zset": 0})
+        c["users"] += 1
+        c["live"] += len(live)
+        for name, m in zip(("seen", "set", "zset"), mem):
+            c[name] += m
+            totals[name] += m
+        live_total += len(live)
+        if len(live) >= 1000:
+            row["worst_big"] = max(row["worst_big"], mem[0] * 8 / len(live))
+        # Items well inside the window must be seen; fresh ones counted.
+        inside = [it for t, it in u.written if t > now - WINDOW_DAYS * DAY + DAY]
+        sample = rng.sample(inside, min(200, len(inside)))
+        fresh = ["never-%d-%d" % (u.uid, rng.getrandbits(48)) for _ in range(100)]
+        flags = client.execute_command("SEEN.MFILTER", 1, u.seen_key, "REPLY", "FLAGS", "BULK",
+                                       "\n".join(sample + fresh)) if sample else b""
+        row["false_negatives"] += flags[:len(sample)].count(b"0")
+        row["fp"] += flags[len(sample):].count(b"1")
+        row["probes"] += len(fresh) if sample else 0
+    row["live"] = live_total
+    row["users"] = len(active)
+    for name in totals:
+        row[name] = totals[name]
+        row[name + "_bits"] = totals[name] * 8 / live_total if live_total else 0.0
+    return row
+
+
+def judge(rows, arrive_until, days):
+    results = {}
+    results["big keys"] = (max(r["worst_big"] for r in rows) <= 20,
+                           "worst %.1f bits" % max(r["worst_big"] for r in rows))
+    arriving = [r for r in rows if r["day"] <= arrive_until and r["live"]]
+    worst = max((r["seen_bits"] for r in arriving), default=0)
+    results["fleet"] = (worst <= 16, "worst %.1f bits" % worst)
+    steady = [r for r in rows if r["day"] >= arrive_until + WINDOW_DAYS]
+    if steady:
+        w = max(r["seen_bits"] for r in steady)
+        results["steady fleet"] = (w <= 14.5, "worst %.1f bits" % w)
+    else:
+        results["steady fleet"] = (None, "run shorter than arrivals + a window")
+    tens = [r["classes"]["10/day"] for r in rows
+            if r["day"] >= WINDOW_DAYS + SLICE_DAYS and "10/day" in r["classes"]]
+    if tens:
+        w = max(c["seen"] * 8 / c["live"] for c in tens)
+        results["10 a day"] = (w <= 17, "worst %.1f bits" % w)
+    else:
+        results["10 a day"] = (None, "run shorter than a window and a slice")
+    fn = sum(r["false_negatives"] for r in rows)
+    results["no false negatives"] = (fn == 0, "%d false negatives" % fn)
+    return results
+
+
+def write_report(out, rows, results, args, elapsed):
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "lifecycle.dat"), "w") as f:
+        f.write("day\tseen\tset\tzset\n")
+        for r in rows:
+            n = max(r["users"], 1)
+            f.write("%g\t%.1f\t%.1f\t%.1f\n" % (r["day"], r["seen"] / n, r["set"] / n,
+                                              r["zset"] / n))
+    lines = ["# Lifecycle: memory of a fleet of keys over %d simulated days" % args.days, "",
+             "Command: `%s` (%.0f s of wall time; server clock x%d). Machine: %s." % (
+                 args.command, elapsed, args.factor, machine()), "",
+             "Population: %d users from day 0 and %d arriving until day %d (60%% light ~100 held,"
+             " 30%% medium ~1,000, 10%% heavy ~20,000), plus %d adding 10 a day; pages of up to"
+             " 20 at the server's clock. SEEN: default policy (90 days, 4 slices, error 0.001). "
+             "SET: never trimmed. ZSET: score = time, ZREMRANGEBYSCORE to the window on every "
+             "write. Bytes: MEMORY USAGE; bits per live item: bytes x 8 / items written in the "
+             "last 90 days." % (args.users, args.arrivals, args.arrive_until,
+                                max(2, args.users // 20)), "",
+             "| day | users | live items | SEEN bits/item | SET bits/item | ZSET bits/item | "
+             "SEEN B/user | ZSET B/user | young SEEN B/user | light | medium | heavy | 10/day | "
+             "FP rate |", "|" + "---:|" * 14]
+    for r in rows:
+        def per_user(kind, design="seen"):
+            c = r["classes"].get(kind)
+            return "%.0f" % (c[design] / c["users"]) if c else "–"
+        lines.append("| %g | %d | %d | %.1f | %.1f | %.1f | %.0f | %.0f | %s | %s | %s | %s | %s | "
+                     "%.5f |" % (r["day"], r["users"], r["live"], r["seen_bits"], r["set_bits"],
+                                 r["zset_bits"], r["seen"] / max(r["users"], 1),
+                                 r["zset"] / max(r["users"], 1), per_user("young"),
+                                 per_user("light"), per_user("medium"), per_user("heavy"),
+                                 per_user("10/day"), r["fp"] / max(r["probes"], 1)))
+    lines += ["", "Targets:", ""]
+    for name, (holds, measured) in results.items():
+        mark = "n/a" if holds is None else ("holds" if holds else "MISSED")
+        lines.append("- %s — %s: **%s** (%s)%s" % (name, TARGETS[name], mark, measured,
+                                                  " [enforced]" if name in ENFORCED else ""))
+    if os.path.exists(os.path.join(out, "lifecycle.png")) or shutil.which("gnuplot"):
+        lines += ["", "![memory per user](lifecycle.png)"]
+    with open(os.path.join(out, "lifecycle.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    if shutil.which("gnuplot"):
+        subprocess.run(["gnuplot", "-e", "dir='%s'" % out, os.path.join(HERE, "lifecycle.gp")],
+                       check=True, timeout=60)
+    return "\n".join(lines)
+
+
+def machine():
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        model = "unknown CPU"
+    return "%s, %d logical CPUs" % (model, os.cpu_count() or 0)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--days", type=int, default=200)
+    p.add_argument("--seconds", type=float, default=150, help="wall time the days take")
+    p.add_argument("--users", type=int, default=120)
+    p.add_argument("--arrivals", type=int, default=80)
+    p.add_argument("--arrive-until", type=int, default=100)
+    p.add_argument("--every", type=float, default=10, help="days between checkpoints")
+    p.add_argument("--short", action="store_true", help="60 days, fewer users (make test)")
+    p.add_argument("--check", action="store_true", help="exit 1 if an enforced target misses")
+    p.add_argument("--module", default=os.path.join(ROOT, "build", "seen.so"))
+    p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
+    p.add_argument("--seed", type=int, default=3)
+    p.add_argument("--command", default="make bench-lifecycle")
+    args = p.parse_args()
+    if args.short:
+        args.days, args.seconds, args.users, args.arrivals = 60, 40, 40, 20
+        args.arrive_until, args.every = 40, 5
+    args.factor = int(args.days * 86400 / args.seconds)
+    rng = random.Random(args.seed)
+    people = population(args.users, args.arrivals, args.arrive_until, rng)
+    directory = tempfile.mkdtemp(prefix="seen-lifecycle-")
+    proc, client = start_server(args.factor, args.module, directory)
+    started = time.time()
+    try:
+        t0 = server_ms(client)
+        rows, step, next_check, day_done = [], 0.25, args.every, 0.0
+        while day_done < args.days:
+            now = server_ms(client)
+            day = (now - t0) / DAY
+            if day < day_done + step:
+                time.sleep(0.002)
+                continue
+            write_step(client, people, day, now, day - day_done)
+            day_done = day
+            if day >= next_check:
+                rows.append(checkpoint(client, people, round(day), server_ms(client), rng))
+                r = rows[-1]
+                print("day %3d: %d users, %d live items; bits per live item SEEN %.1f, SET %.1f,"
+                      " ZSET %.1f; false negatives %d" % (r["day"], r["users"], r["live"],
+                                                          r["seen_bits"], r["set_bits"],
+                                                          r["zset_bits"], r["false_negatives"]),
+                      flush=True)
+                next_check += args.every
+        results = judge(rows, args.arrive_until, args.days)
+        print(write_report(args.out, rows, results, args, time.time() - started))
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(directory, ignore_errors=True)
+    missed = [n for n in ENFORCED if results[n][0] is False]
+    if args.check and missed:
+        print("lifecycle: enforced targets missed: %s" % ", ".join(missed), file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
