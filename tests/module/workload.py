@@ -50,6 +50,9 @@ def run(r, now, seed=1, prefix="w"):
     lines = ["%d %s" % (now - rng.randrange(20 * DAY), t) for t in timed]
     r.execute_command("SEEN.INSERT", k("timed"), "WINDOW", "30d", "TIMED", "BULK", "\n".join(lines))
     r.execute_command("SEEN.INSERT", k("timed"), "TIMED", "ITEMS", now - DAY, "t-a", now, "t-b")
+    # An import ends with SEEN.COMPACT, as a migration would: otherwise the
+    # server compacts it a second later, between two snapshots.
+    r.execute_command("SEEN.COMPACT", k("timed"))
     return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed")]
 
 
