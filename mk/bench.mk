@@ -7,13 +7,13 @@
 #
 # REDISBLOOM_MODULE=/path/to/redisbloom.so adds the BF columns.
 
-BENCH_SRC = bench/bench_redis.c bench/driver.c
+BENCH_SRC = bench/bench_redis.c bench/bench_report.c bench/driver.c
 BENCH_OUT ?= bench/results
 
 .PHONY: bench bench-latency test-bench
 
 # It links the core library to time the core alone on a twin of a key.
-$(BUILD)/bench/bench_redis: $(BENCH_SRC) bench/driver.h include/seen.h $(BUILD)/libseen.a
+$(BUILD)/bench/bench_redis: $(BENCH_SRC) bench/driver.h bench/bench_redis.h include/seen.h $(BUILD)/libseen.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(DEFS) -O2 -g -Iinclude $(BENCH_SRC) $(BUILD)/libseen.a -lhiredis -lm -o $@
 
