@@ -9,7 +9,7 @@
  *   SEEN.ADD     key [AT ms] item [item ...]
  *   SEEN.INSERT  key [AT ms | TIMED] [NOCREATE] [policy options] ITEMS item ... | BULK items
  *   SEEN.FILTER  key item [item ...]
- *   SEEN.MFILTER numkeys key ... [AT ms] [REPLY UNSEEN|FLAGS|INDEXES]
+ *   SEEN.MFILTER numkeys key ... [AT ms] [REPLY UNSEEN|FLAGS|INDEXES|BULK]
  *                ITEMS item ... | BULK items
  *   SEEN.DEL     key item [item ...]
  *   SEEN.REMOVE  key ITEMS item ... | BULK items
@@ -514,7 +514,7 @@ static int cmd_insert(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
 /* ------------------------------------------------------------ FILTER */
 
-typedef enum reply_form { REPLY_UNSEEN, REPLY_FLAGS, REPLY_INDEXES } reply_form;
+typedef enum reply_form { REPLY_UNSEEN, REPLY_FLAGS, REPLY_INDEXES, REPLY_BULK } reply_form;
 
 typedef struct filter_request {
     RedisModuleString **keys;
@@ -549,7 +549,35 @@ static void reply_filtered(RedisModuleCtx *ctx, reply_form form, const item_batc
             if (seen[i])
                 RedisModule_ReplyWithLongLong(ctx, (long long)i);
         break;
+    case REPLY_BULK: {
+        /* The unseen candidates in one string, each followed by "\n": one
+         * reply object, as cheap for Redis to send as FLAGS. */
+        size_t len = 0;
+        for (size_t i = 0; i < b->n; i++)
+            if (!seen[i])
+                len += b->strs[i].len + 1;
+        char *out = RedisModule_Alloc(len ? len : 1), *p = out;
+        for (size_t i = 0; i < b->n; i++) {
+            if (seen[i])
+                continue;
+            memcpy(p, b->strs[i].ptr, b->strs[i].len);
+            p += b->strs[i].len;
+            *p++ = '\n';
+        }
+        RedisModule_ReplyWithStringBuffer(ctx, out, len);
+        RedisModule_Free(out);
+        break;
     }
+    }
+}
+
+/* REPLY BULK separates items by newlines: none may hold one. */
+static bool bulk_reply_ok(const item_batch *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (memchr(b->strs[i].ptr, '\n', b->strs[i].len))
+            return false;
+    return true;
 }
 
 /* Run the candidates against every key (a missing key has seen nothing);
@@ -607,6 +635,11 @@ static int do_filter(RedisModuleCtx *ctx, filter_request *q)
     if (!source_parse(&q->items, &b, &err)) {
         item_batch_free(&b);
         return RedisModule_ReplyWithError(ctx, err);
+    }
+    if (q->form == REPLY_BULK && !q->items.bulk && !bulk_reply_ok(&b)) {
+        item_batch_free(&b);
+        return RedisModule_ReplyWithError(ctx, "ERR REPLY BULK separates items by newlines: a "
+                                               "candidate holds one (use REPLY UNSEEN)");
     }
     RedisModuleKey **keys = RedisModule_Alloc((size_t)q->nkeys * sizeof *keys);
     int opened = 0;
@@ -712,9 +745,11 @@ static int cmd_mfilter(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
                 q.form = REPLY_FLAGS;
             else if (i + 1 < argc && arg_is(argv[i + 1], "INDEXES"))
                 q.form = REPLY_INDEXES;
+            else if (i + 1 < argc && arg_is(argv[i + 1], "BULK"))
+                q.form = REPLY_BULK;
             else
-                return RedisModule_ReplyWithError(ctx,
-                                                  "ERR REPLY must be UNSEEN, FLAGS or INDEXES");
+                return RedisModule_ReplyWithError(
+                    ctx, "ERR REPLY must be UNSEEN, FLAGS, INDEXES or BULK");
         } else {
             if (mfilter_numkeys_error(ctx, argv, numkeys))
                 return REDISMODULE_OK;

@@ -310,6 +310,13 @@ def test_mfilter_reply_forms(r):
     assert r.execute_command("SEEN.MFILTER", *keys, "REPLY", "unseen", "BULK",
                              "\n".join(cands)) == [b"x", b"y"]
     assert r.execute_command("SEEN.MFILTER", *keys, "REPLY", "FLAGS", "BULK", "") == b""
+    # The unseen items themselves, in one string: each followed by a newline.
+    assert r.execute_command("SEEN.MFILTER", *keys, "REPLY", "BULK", "BULK",
+                             "\n".join(cands)) == b"x\ny\n"
+    assert r.execute_command("SEEN.MFILTER", *keys, "REPLY", "BULK", "ITEMS", *cands) == b"x\ny\n"
+    assert r.execute_command("SEEN.MFILTER", *keys, "REPLY", "BULK", "ITEMS", "a", "b") == b""
+    with pytest.raises(ERR, match="REPLY BULK separates items by newlines"):
+        r.execute_command("SEEN.MFILTER", *keys, "REPLY", "BULK", "ITEMS", "p\nq")
     # A missing key has seen nothing.
     assert r.execute_command("SEEN.MFILTER", "2", "{u}delivered", "{u}none", "REPLY", "FLAGS",
                              "ITEMS", *cands) == b"10001"
