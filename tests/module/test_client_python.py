@@ -6,6 +6,7 @@ checkout into a fresh virtual environment (no index: Debian's setuptools).
 """
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 
@@ -114,9 +115,12 @@ def test_pip_installs_from_the_checkout(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(env_dir)],
                    check=True, timeout=120)
     py = str(env_dir / "bin" / "python")
+    # A copy: building writes build/ and *.egg-info next to the sources.
+    src = tmp_path / "src"
+    shutil.copytree(os.path.join(ROOT, "clients", "python"), str(src),
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-index",
-                    os.path.join(ROOT, "clients", "python")], check=True, timeout=300,
-                   cwd=str(tmp_path))
+                    str(src)], check=True, timeout=300, cwd=str(tmp_path))
     out = subprocess.run([py, "-c", "import seen_redis, sys; print(seen_redis.__file__)"],
                          capture_output=True, text=True, check=True, timeout=60,
                          cwd=str(tmp_path)).stdout
