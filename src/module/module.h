@@ -31,9 +31,6 @@ typedef struct seen_key {
     seen_set *set;   /* NULL while packed */
     uint8_t *packed; /* the serialized set, or NULL; kept beside an
                         unpacked set until a write changes it */
-    uint32_t packed_len;
-    uint8_t listed; /* unpacked by the current command */
-    uint32_t flags;
     /* Added to the time everything is forgotten, so keys written at the same
      * moment expire at different times.  Drawn once, when the key is made,
      * and kept with it so replicas and reloads compute the same TTL. */
@@ -41,6 +38,10 @@ typedef struct seen_key {
     /* This key's share of the INFO totals, as of its last write. */
     uint64_t counted_items;
     uint64_t counted_bytes;
+    uint32_t packed_len;
+    uint8_t flags;  /* SEEN_KEY_* (validated before they get here) */
+    uint8_t listed; /* unpacked by the current command */
+    /* 48 bytes, one of the allocator's classes: every key pays it. */
 } seen_key;
 
 extern RedisModuleType *seen_type;

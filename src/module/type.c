@@ -34,10 +34,12 @@ seen_stats seen_counters;
 
 /* ------------------------------------------------------------ values */
 
+_Static_assert(sizeof(seen_key) <= 48, "a key record fits the 48-byte allocation class");
+
 seen_key *seen_key_new(seen_set *set, uint32_t flags, int64_t jitter_ms)
 {
     seen_key *k = RedisModule_Alloc(sizeof *k);
-    *k = (seen_key){.set = set, .flags = flags, .jitter_ms = jitter_ms};
+    *k = (seen_key){.set = set, .flags = (uint8_t)flags, .jitter_ms = jitter_ms};
     atomic_fetch_add_explicit(&seen_counters.keys, 1, memory_order_relaxed);
     return k;
 }
@@ -96,7 +98,9 @@ void seen_key_changed(seen_key *k)
     touch(k);
 }
 
-/* Rest as packed bytes if the set is small enough. */
+/* Rest as packed bytes if the set is small enough and they take less
+ * memory: the allocator rounds a block up to its size class (up to a
+ * quarter more at a few KB), where a set's runs are cut to fit them. */
 static void pack(seen_key *k)
 {
     if (k->set == NULL || k->packed)
@@ -104,7 +108,12 @@ static void pack(seen_key *k)
     if (seen_serialized_size(k->set) > seen_cfg.pack_max_bytes)
         return;
     size_t len;
-    k->packed = serialize(k->set, &len);
+    uint8_t *bytes = serialize(k->set, &len);
+    if (RedisModule_MallocSize(bytes) >= seen_bytes(k->set)) {
+        RedisModule_Free(bytes);
+        return;
+    }
+    k->packed = bytes;
     k->packed_len = (uint32_t)len;
     seen_free(k->set);
     k->set = NULL;
