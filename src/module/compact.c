@@ -11,6 +11,11 @@
  * The compaction is replicated (and written to the AOF) as
  * SEEN.COMPACT key NOW <ms>, so replicas and replays build the same bytes.
  *
+ * A key that comes back from an RDB file or an AOF at start-up still
+ * holding an import (the server stopped within the delay) is noted too, and
+ * compacted the delay after loading ends: a restart does not leave it exact
+ * until its user writes again.  (A RESTOREd key compacts at its next write.)
+ *
  * Keys are noted in write order; consecutive writes of one key (the pages
  * of one import) share an entry.  A key noted twice is compacted once: the
  * second visit finds nothing to do.  The list is bounded: past its limit a
@@ -32,7 +37,7 @@ static pending_key *pending;
 static size_t npending, pending_cap;
 static bool timer_armed;
 
-static bool same_key(const pending_key *p, int db, RedisModuleString *name)
+static bool same_key(const pending_key *p, int db, const RedisModuleString *name)
 {
     size_t a, b;
     const char *x = RedisModule_StringPtrLen(p->name, &a);
@@ -51,35 +56,76 @@ static void arm_timer(RedisModuleCtx *ctx, int64_t due)
     timer_armed = true;
 }
 
-void seen_compact_schedule(RedisModuleCtx *ctx, RedisModuleString *name, seen_key *k, int64_t now)
+/* Note key `name` of db for compaction at `due`; false if the list is full. */
+static bool note(int db, const RedisModuleString *name, int64_t due)
 {
-    int flags = RedisModule_GetContextFlags(ctx);
-    /* Replicas and replays apply the master's SEEN.COMPACT instead. */
-    if ((flags & (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING)) ||
-        !(flags & REDISMODULE_CTX_FLAGS_MASTER))
-        return;
-    if (!seen_compactable(seen_key_set(k), now))
-        return;
-    int db = RedisModule_GetSelectedDb(ctx);
-    int64_t due = RedisModule_Milliseconds() + SEEN_COMPACT_DELAY_MS;
     if (npending > 0 && same_key(&pending[npending - 1], db, name)) {
         pending[npending - 1].due = due;
-        return;
+        return true;
     }
     if (npending == pending_cap) {
         if (pending_cap == PENDING_MAX)
-            return;
+            return false;
         size_t cap = pending_cap ? pending_cap * 2 : 64;
-        pending_key *p = RedisModule_Realloc(pending, cap * sizeof *p);
-        if (p == NULL)
-            return;
-        pending = p;
+        pending = RedisModule_Realloc(pending, cap * sizeof *pending);
         pending_cap = cap;
     }
     size_t len;
     const char *ptr = RedisModule_StringPtrLen(name, &len);
     pending[npending++] = (pending_key){db, RedisModule_CreateString(NULL, ptr, len), due};
-    arm_timer(ctx, due);
+    return true;
+}
+
+/* Keys noted while loading wait for it to end. */
+#define AFTER_LOADING INT64_MAX
+
+void seen_compact_schedule(RedisModuleCtx *ctx, RedisModuleString *name, seen_key *k, int64_t now)
+{
+    int flags = RedisModule_GetContextFlags(ctx);
+    /* Replicas apply the master's SEEN.COMPACT instead. */
+    if ((flags & REDISMODULE_CTX_FLAGS_REPLICATED) || !(flags & REDISMODULE_CTX_FLAGS_MASTER))
+        return;
+    if (!seen_compactable(seen_key_set(k), now))
+        return;
+    /* An AOF replayed at start-up may yet hold the key's SEEN.COMPACT; if
+     * not, the key compacts once loading ends. */
+    bool loading = (flags & REDISMODULE_CTX_FLAGS_LOADING) != 0;
+    int64_t due = loading ? AFTER_LOADING : RedisModule_Milliseconds() + SEEN_COMPACT_DELAY_MS;
+    if (note(RedisModule_GetSelectedDb(ctx), name, due) && !loading)
+        arm_timer(ctx, due);
+}
+
+void seen_compact_note_loaded(RedisModuleIO *io, const seen_key *k)
+{
+    const RedisModuleString *name = RedisModule_GetKeyNameFromIO(io);
+    if (name == NULL || k->set == NULL || !seen_compactable(k->set, RedisModule_Milliseconds()))
+        return;
+    note(RedisModule_GetDbIdFromIO(io), name, AFTER_LOADING);
+}
+
+/* Loading ended: what it noted is due the delay from now (a replica's
+ * timer drops the notes: its master compacts and replicates that). */
+static void loading_event(RedisModuleCtx *ctx, RedisModuleEvent eid, uint64_t subevent, void *data)
+{
+    (void)eid;
+    (void)data;
+    if (subevent != REDISMODULE_SUBEVENT_LOADING_ENDED)
+        return;
+    int64_t due = RedisModule_Milliseconds() + SEEN_COMPACT_DELAY_MS;
+    bool any = false;
+    for (size_t i = 0; i < npending; i++)
+        if (pending[i].due == AFTER_LOADING) {
+            pending[i].due = due;
+            any = true;
+        }
+    if (any)
+        arm_timer(ctx, due);
+}
+
+int seen_compact_register(RedisModuleCtx *ctx)
+{
+    RedisModuleEvent loading = {REDISMODULE_EVENT_LOADING, 1};
+    return RedisModule_SubscribeToServerEvent(ctx, loading, loading_event);
 }
 
 /* The timer: compact every key whose delay has passed, keep the others
@@ -110,6 +156,6 @@ static void compact_due(RedisModuleCtx *ctx, void *data)
     }
     npending = keep;
     seen_keys_settle(now);
-    if (npending > 0)
+    if (next_due != AFTER_LOADING) /* notes of a load still running wait for its end */
         arm_timer(ctx, next_due);
 }

@@ -348,7 +348,8 @@ __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ct
         RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING, "seen: bad seen.* configuration");
         return REDISMODULE_ERR;
     }
-    if (RedisModule_RegisterInfoFunc(ctx, info_section) != REDISMODULE_OK)
+    if (RedisModule_RegisterInfoFunc(ctx, info_section) != REDISMODULE_OK ||
+        seen_compact_register(ctx) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     return REDISMODULE_OK;
 }

@@ -148,6 +148,10 @@ size_t seen_upload_held(void);
 /* After a write at `now` on a master: if the set holds an import's items
  * exactly, compact it once no write has touched it for the delay. */
 void seen_compact_schedule(RedisModuleCtx *ctx, RedisModuleString *name, seen_key *k, int64_t now);
+/* A key loaded from an RDB file still holding an import: compact it once
+ * loading ends (seen_compact_register subscribes to that event). */
+void seen_compact_note_loaded(RedisModuleIO *io, const seen_key *k);
+int seen_compact_register(RedisModuleCtx *ctx);
 /* Compact the key `name` of the selected database at `now` if it holds an
  * import's items exactly, and replicate that as SEEN.COMPACT ... NOW now.
  * Returns 1 if it did, 0 if there was nothing to do, -1 on error (*err). */

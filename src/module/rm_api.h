@@ -71,6 +71,16 @@ typedef uint64_t RedisModuleTimerID;
 typedef void (*RedisModuleTimerProc)(RedisModuleCtx *ctx, void *data);
 typedef void (*RedisModuleInfoFunc)(RedisModuleInfoCtx *ctx, int for_crash_report);
 
+/* A server event to subscribe to: its id and the version of its data. */
+typedef struct RedisModuleEvent {
+    uint64_t id;
+    uint64_t dataver;
+} RedisModuleEvent;
+typedef void (*RedisModuleEventCallback)(RedisModuleCtx *ctx, RedisModuleEvent eid,
+                                         uint64_t subevent, void *data);
+#define REDISMODULE_EVENT_LOADING 3
+#define REDISMODULE_SUBEVENT_LOADING_ENDED 3
+
 typedef RedisModuleString *(*RedisModuleConfigGetStringFunc)(const char *name, void *privdata);
 typedef long long (*RedisModuleConfigGetNumericFunc)(const char *name, void *privdata);
 typedef int (*RedisModuleConfigGetBoolFunc)(const char *name, void *privdata);
@@ -245,6 +255,10 @@ typedef struct RedisModuleCommandInfo {
     X(void, SaveStringBuffer, (RedisModuleIO * io, const char *str, size_t len))                   \
     X(char *, LoadStringBuffer, (RedisModuleIO * io, size_t * lenptr))                             \
     X(int, IsIOError, (RedisModuleIO * io))                                                        \
+    X(const RedisModuleString *, GetKeyNameFromIO, (RedisModuleIO * io))                           \
+    X(int, GetDbIdFromIO, (RedisModuleIO * io))                                                    \
+    X(int, SubscribeToServerEvent,                                                                 \
+      (RedisModuleCtx * ctx, RedisModuleEvent event, RedisModuleEventCallback callback))           \
     X(void, EmitAOF, (RedisModuleIO * io, const char *cmdname, const char *fmt, ...))              \
     X(void, DigestAddStringBuffer, (RedisModuleDigest * md, const char *ele, size_t len))          \
     X(void, DigestAddLongLong, (RedisModuleDigest * md, long long ele))                            \

@@ -252,6 +252,7 @@ static void *type_rdb_load(RedisModuleIO *io, int encver)
     }
     seen_key *k = seen_key_new(set, (uint32_t)flags, (int64_t)jitter);
     seen_key_account(k, RedisModule_Milliseconds());
+    seen_compact_note_loaded(io, k);
     pack(k);
     seen_key_account(k, RedisModule_Milliseconds());
     return k;
