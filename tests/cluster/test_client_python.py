@@ -63,15 +63,41 @@ def test_no_redirects_and_no_getkeys(shared_cluster):
         workload(seen, user)
     assert routing_counts(shared_cluster) == (0, 0)
 
-    # The same MFILTER through plain redis-py: it asks a node which are the
-    # keys (GETKEYS, with every candidate) before each call.
+    # The same MFILTER through plain redis-py (a client seen_redis has not
+    # touched): it asks a node which are the keys (GETKEYS, with every
+    # candidate) before each call.
+    plain = shared_cluster.client()
     reset_stats(shared_cluster)
     for user in range(10):
-        rc.execute_command("SEEN.MFILTER", 2, "{user:%d}delivered" % user,
+        plain.execute_command("SEEN.MFILTER", 2, "{user:%d}delivered" % user,
                            "{user:%d}played" % user, "REPLY", "FLAGS", "BULK",
                            "\n".join(CANDIDATES))
     rejected, getkeys = routing_counts(shared_cluster)
     assert getkeys == 10, getkeys
+
+
+def test_moved_is_followed_without_getkeys(shared_cluster):
+    # After a slot moves, the client follows MOVED and refreshes its slot
+    # map; knowing SEEN.MFILTER's key position, it needs no GETKEYS for that.
+    rc = shared_cluster.client()
+    seen = Seen(rc)
+    key = "{moving}played"
+    seen.add(key, ["a", "b"])
+    slot = rc.keyslot(key)
+    source = rc.get_node_from_key(key)
+    target = next(n for n in rc.get_primaries() if n.name != source.name)
+    src, dst = shared_cluster.node(source.port), shared_cluster.node(target.port)
+    src_id, dst_id = src.cluster("MYID"), dst.cluster("MYID")
+    dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+    src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+    src.execute_command("MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", key)
+    for node in (src, dst):
+        node.execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+    reset_stats(shared_cluster)
+    assert seen.filter([key], ["a", "c"]) == ["c"]
+    assert seen.filter([key], ["b", "d"]) == ["d"]
+    rejected, getkeys = routing_counts(shared_cluster)
+    assert rejected == 1 and getkeys == 0, (rejected, getkeys)
 
 
 def test_crossslot_is_caught_before_sending(shared_cluster):

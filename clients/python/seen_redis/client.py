@@ -3,12 +3,13 @@ redis.Redis and redis.cluster.RedisCluster, `AsyncSeen` for their asyncio
 twins.  Each method sends the fast form of its command (see _commands.py)
 and returns Python values.
 
-Cluster routing: redis-py does not know where SEEN.* commands keep their
-keys, so for SEEN.MFILTER (keys counted by numkeys) it would ask a node
-with COMMAND GETKEYS — the whole candidate payload once more — before every
-call.  These methods name the node themselves: the owner of the first
-key's slot (`target_nodes`), after checking that every key of the call
-hashes to that slot.
+Cluster routing: redis-py finds the keys of SEEN.* commands in the COMMAND
+table it loads, except SEEN.MFILTER's (counted by numkeys), for which it
+would ask a node COMMAND GETKEYS — the whole candidate payload once more —
+before every call.  These methods tell the client where that command's
+first key is (see _route) and check first that every key of a call hashes
+to one slot; redis-py then routes, follows MOVED/ASK and retries as for any
+command.
 """
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -25,16 +26,54 @@ except ImportError:  # pragma: no cover
     _AsyncCluster = ()
 
 
-def _route(client, keys: Sequence[Any]) -> Dict[str, Any]:
-    """execute_command keyword arguments that send to the keys' node."""
-    if not isinstance(client, (_SyncCluster, _AsyncCluster)):
-        return {}
+# SEEN.MFILTER numkeys key [key ...] ...: where its first key is.
+MFILTER_FIRST_KEY = 2
+
+
+def _check_one_slot(client, keys: Sequence[Any]) -> None:
     slot = client.keyslot(keys[0])
     for k in keys[1:]:
         if client.keyslot(k) != slot:
             raise CrossSlotError("keys of one call must share a hash slot (use a hash tag, "
                                  "e.g. {user:42}played and {user:42}delivered): %r" % (keys,))
-    return {"target_nodes": client.get_node_from_key(keys[0])}
+
+
+def _teach(table, name: str, full: bool) -> None:
+    """Write SEEN.MFILTER's key position into a client's command table (the
+    sync client's entries are COMMAND's fields, lower-case; the asyncio
+    client's only the positions, upper-case)."""
+    entry = table.get(name)
+    if isinstance(entry, dict) and entry.get("first_key_pos") == MFILTER_FIRST_KEY:
+        return
+    positions = {"first_key_pos": MFILTER_FIRST_KEY, "last_key_pos": MFILTER_FIRST_KEY,
+                 "step_count": 1}
+    if full:
+        flags = [f for f in (entry or {}).get("flags", ["readonly", "module"])
+                 if f != "movablekeys"]
+        positions.update(name=name, arity=-5, flags=flags)
+    table[name] = positions
+
+
+def _route(client, keys: Sequence[Any]) -> None:
+    """Before a call on a cluster client: its keys share a slot, and the
+    client knows where SEEN.MFILTER's first key is.  redis-py finds the
+    other SEEN.* commands' keys in the COMMAND table it loads (first key
+    at 1); SEEN.MFILTER's follow numkeys, which the table can only flag as
+    movable, and then redis-py asks a node COMMAND GETKEYS (with every
+    candidate) before each call.  Taught the position, redis-py routes it
+    like any command: slot map, MOVED and ASK, retries after a failover.
+    (A client that reloads its table loses the entry: it is checked before
+    every call.)"""
+    if isinstance(client, _SyncCluster):
+        _check_one_slot(client, keys)
+        _teach(client.commands_parser.commands, "seen.mfilter", full=True)
+
+
+async def _route_async(client, keys: Sequence[Any]) -> None:
+    if isinstance(client, _AsyncCluster):
+        _check_one_slot(client, keys)
+        await client.initialize()  # loads the table first, so it cannot replace the entry
+        _teach(client.commands_parser.commands, "SEEN.MFILTER", full=False)
 
 
 class _Plan:
@@ -136,8 +175,8 @@ class Seen(_Methods):
     """
 
     def _run(self, plan: _Plan):
-        route = _route(self.client, plan.keys)
-        replies = [self.client.execute_command(*cmd, **route) for cmd in plan.commands]
+        _route(self.client, plan.keys)
+        replies = [self.client.execute_command(*cmd) for cmd in plan.commands]
         return plan.finish(replies)
 
     def reserve(self, key, **policy) -> bool:
@@ -187,8 +226,8 @@ class AsyncSeen(_Methods):
     redis.asyncio.cluster.RedisCluster."""
 
     async def _run(self, plan: _Plan):
-        route = _route(self.client, plan.keys)
-        replies = [await self.client.execute_command(*cmd, **route) for cmd in plan.commands]
+        await _route_async(self.client, plan.keys)
+        replies = [await self.client.execute_command(*cmd) for cmd in plan.commands]
         return plan.finish(replies)
 
     async def reserve(self, key, **policy) -> bool:
