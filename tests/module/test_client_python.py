@@ -94,6 +94,17 @@ def test_batches_past_the_server_limit_are_split(r):
         r.config_set("seen.max-batch", 1000000)
 
 
+def test_clients_that_decode_responses(shared_server, r):
+    seen = Seen(redis.Redis(host="127.0.0.1", port=shared_server.port, decode_responses=True))
+    assert seen.reserve("d", window="1d")
+    assert seen.add("d", ["x", "y"]) == 2
+    assert seen.filter("d", ["x", "z"]) == ["z"]
+    assert seen.seen("d", ["x", "z"]) == [True, False]
+    info = seen.info("d")
+    assert info["items"] == 2 and info["policy"]["window-ms"] == 86400000
+    assert isinstance(info["error"], float)
+
+
 def test_asyncio(shared_server, r):
     async def main():
         client = redis.asyncio.Redis(host="127.0.0.1", port=shared_server.port)

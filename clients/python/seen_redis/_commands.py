@@ -119,6 +119,12 @@ def mfilter_args(keys: Sequence[Any], encoded: List[bytes], at: Optional[int],
     return args + ["REPLY", reply] + item_tail(encoded)
 
 
+def flag_bytes(replies: Sequence[Any]) -> bytes:
+    """FLAGS replies as one byte string (a client made with
+    decode_responses=True hands them over as str)."""
+    return b"".join(r.encode() if isinstance(r, str) else r for r in replies)
+
+
 def pick_unseen(items: Sequence[Item], flags: bytes) -> List[Item]:
     """The caller's own items whose flag is "0" (not seen)."""
     return [item for item, f in zip(items, flags) if f == 0x30]
@@ -129,8 +135,8 @@ def to_bools(flags: bytes) -> List[bool]:
 
 
 def _value(v: Any) -> Any:
-    if isinstance(v, bytes):
-        text = v.decode(errors="replace")
+    if isinstance(v, (bytes, str)):
+        text = v.decode(errors="replace") if isinstance(v, bytes) else v
         try:
             return int(text)
         except ValueError:
@@ -140,9 +146,10 @@ def _value(v: Any) -> Any:
         except ValueError:
             return text
     if isinstance(v, list):
-        if len(v) % 2 == 0 and all(isinstance(k, bytes) for k in v[::2]) and v and \
+        if len(v) % 2 == 0 and all(isinstance(k, (bytes, str)) for k in v[::2]) and v and \
                 not all(isinstance(x, list) for x in v):
-            return {k.decode(): _value(x) for k, x in zip(v[::2], v[1::2])}
+            return {(k.decode() if isinstance(k, bytes) else k): _value(x)
+                    for k, x in zip(v[::2], v[1::2])}
         return [_value(x) for x in v]
     if isinstance(v, dict):
         return {(k.decode() if isinstance(k, bytes) else k): _value(x) for k, x in v.items()}

@@ -147,11 +147,11 @@ class _Methods:
 
     def _filter(self, keys, items, at=None):
         keys, commands = self._flags(keys, items, at)
-        return _Plan(keys, commands, lambda replies: c.pick_unseen(items, b"".join(replies)))
+        return _Plan(keys, commands, lambda replies: c.pick_unseen(items, c.flag_bytes(replies)))
 
     def _flags_plan(self, keys, items, at=None):
         keys, commands = self._flags(keys, items, at)
-        return _Plan(keys, commands, lambda replies: c.to_bools(b"".join(replies)))
+        return _Plan(keys, commands, lambda replies: c.to_bools(c.flag_bytes(replies)))
 
     def _count(self, key):
         return _Plan([key], [["SEEN.COUNT", key]], lambda replies: int(replies[0]))
