@@ -108,8 +108,7 @@ static int64_t expire_at(seen_key *k, int64_t now)
 static void after_write(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
                         seen_key *k, int64_t now, const char *event)
 {
-    seen_key_changed(k);
-    seen_key_account(k, now);
+    seen_key_changed(k); /* recounted for INFO as it settles, when the command ends */
     if (k->flags & SEEN_KEY_EXPIRY)
         RedisModule_SetAbsExpire(key, expire_at(k, now));
     RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_MODULE, event, name);

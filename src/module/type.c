@@ -105,11 +105,12 @@ static void pack(seen_key *k)
 {
     if (k->set == NULL || k->packed)
         return;
-    if (seen_serialized_size(k->set) > seen_cfg.pack_max_bytes)
+    size_t need = seen_serialized_size(k->set), len = 0;
+    if (need > seen_cfg.pack_max_bytes)
         return;
-    size_t len;
-    uint8_t *bytes = serialize(k->set, &len);
-    if (RedisModule_MallocSize(bytes) >= seen_bytes(k->set)) {
+    uint8_t *bytes = RedisModule_Alloc(need ? need : 1);
+    if (seen_serialize(k->set, bytes, need, &len) != SEEN_OK ||
+        RedisModule_MallocSize(bytes) >= seen_bytes(k->set)) {
         RedisModule_Free(bytes);
         return;
     }
