@@ -48,8 +48,9 @@ static seen_err stream_from_run(const seen_set *s, const next_state *ns, const s
             tr[k] = 0;
         for (size_t i = 0; i < r->n; i++)
             tr[t[i]]++;
+        uint32_t near_seg = 0; /* the scans follow the table */
         for (uint32_t k = 0; k < r->nsegs; k++) {
-            int32_t at = seg_find(ns->segs, ns->nsegs, ids[k]);
+            int32_t at = seg_find_near(ns->segs, ns->nsegs, ids[k], &near_seg);
             if (at >= 0)
                 in_count[at] += (uint64_t)tr[k];
         }
@@ -111,8 +112,9 @@ static seen_err stream_from_head(const seen_set *s, const next_state *ns, head_p
     seen__divider d;
     seen__divider_init(&d, c_out);
     size_t m = 0;
+    uint32_t near_seg = 0; /* the scans follow the table */
     for (uint32_t h = 0; h < ns->hn; h++) {
-        int32_t k = seg_find(ns->segs, ns->nsegs, ns->hsegs[h]);
+        int32_t k = seg_find_near(ns->segs, ns->nsegs, ns->hsegs[h], &near_seg);
         if (k < 0 || !head_part_has(s, ns, part, ns->segs[k].slice))
             continue;
         in_count[k]++; /* this merge consumes the entry */

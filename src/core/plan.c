@@ -208,8 +208,9 @@ static uint64_t fitting_divisor(uint64_t plan, unsigned __int128 room, uint64_t 
 bool seen__run_has_dead(const seen_set *s, const next_state *ns, const seen__run *r)
 {
     const uint32_t *ids = seen__run_segs(r);
+    uint32_t near_seg = 0; /* the scans follow the table */
     for (uint32_t t = 0; t < r->nsegs; t++) {
-        int32_t k = seg_find(ns->segs, ns->nsegs, ids[t]);
+        int32_t k = seg_find_near(ns->segs, ns->nsegs, ids[t], &near_seg);
         if (k < 0 || !seg_alive(s, &ns->segs[k], ns->origin, ns->clock))
             return true;
     }
@@ -222,8 +223,9 @@ static bool run_has_mapped(const next_state *ns, const seen__run *r)
     if (ns->seg_map == NULL)
         return false;
     const uint32_t *ids = seen__run_segs(r);
+    uint32_t near_seg = 0; /* the scans follow the table */
     for (uint32_t t = 0; t < r->nsegs; t++) {
-        int32_t k = seg_find(ns->segs, ns->nsegs, ids[t]);
+        int32_t k = seg_find_near(ns->segs, ns->nsegs, ids[t], &near_seg);
         if (k >= 0 && ns->seg_map[k] != k)
             return true;
     }
@@ -240,8 +242,9 @@ static bool run_is_sealed(const seen_set *s, const next_state *ns, const seen__r
         return false;
     int64_t cur = slice_of(s, ns->origin, ns->clock);
     const uint32_t *ids = seen__run_segs(r);
+    uint32_t near_seg = 0; /* the scans follow the table */
     for (uint32_t t = 0; t < r->nsegs; t++) {
-        int32_t k = seg_find(ns->segs, ns->nsegs, ids[t]);
+        int32_t k = seg_find_near(ns->segs, ns->nsegs, ids[t], &near_seg);
         if (k >= 0 && ns->segs[k].slice >= cur)
             return false;
     }

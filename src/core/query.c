@@ -11,8 +11,9 @@ void seen__run_tag_ranks(const seen_set *s, const seen__segment *segs, uint32_t 
                          int64_t origin, const seen__run *r, int64_t q, int32_t *tr)
 {
     const uint32_t *ids = seen__run_segs(r);
+    uint32_t hint = 0;
     for (uint32_t t = 0; t < r->nsegs; t++) {
-        int32_t k = seg_find(segs, nsegs, ids[t]);
+        int32_t k = seg_find_near(segs, nsegs, ids[t], &hint);
         tr[t] = (k >= 0 && seg_alive(s, &segs[k], origin, q)) ? k : -1;
     }
 }
@@ -100,12 +101,13 @@ head:
      * batches, sort a copy and merge for large ones. */
     if ((uint64_t)n * s->head_n <= 8192) {
         /* Compare keys first (a tight loop); segments only on a match. */
+        uint32_t hint = 0;
         for (size_t i = 0; i < n; i++) {
             uint64_t key = cand[i].key;
             for (uint32_t h = 0; h < s->head_n; h++) {
                 if (s->head_keys[h] != key)
                     continue;
-                int32_t k = seg_find(s->segs, s->nsegs, s->head_segs[h]);
+                int32_t k = seg_find_near(s->segs, s->nsegs, s->head_segs[h], &hint);
                 if (k >= 0 && k > rank[i] && seg_alive(s, &s->segs[k], s->origin, q))
                     rank[i] = k;
             }
@@ -116,8 +118,9 @@ head:
     if (hk == NULL)
         return SEEN_ERR_NOMEM;
     size_t m = 0;
+    uint32_t hint = 0;
     for (uint32_t h = 0; h < s->head_n; h++) {
-        int32_t k = seg_find(s->segs, s->nsegs, s->head_segs[h]);
+        int32_t k = seg_find_near(s->segs, s->nsegs, s->head_segs[h], &hint);
         if (k >= 0 && seg_alive(s, &s->segs[k], s->origin, q))
             hk[m++] = (seen__kv){s->head_keys[h], (uint32_t)k};
     }

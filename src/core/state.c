@@ -93,8 +93,9 @@ bool seen__next_head_push(next_state *ns, uint64_t key, uint32_t seg)
 bool seen__next_head_prune(const seen_set *s, next_state *ns)
 {
     uint32_t keep = 0;
+    uint32_t near_seg = 0; /* the scans follow the table */
     for (uint32_t h = 0; h < ns->hn; h++) {
-        int32_t k = seg_find(ns->segs, ns->nsegs, ns->hsegs[h]);
+        int32_t k = seg_find_near(ns->segs, ns->nsegs, ns->hsegs[h], &near_seg);
         keep += k >= 0 && seg_alive(s, &ns->segs[k], ns->origin, ns->clock);
     }
     if (keep == ns->hn)
@@ -107,7 +108,7 @@ bool seen__next_head_prune(const seen_set *s, next_state *ns)
         return false;
     uint32_t w = 0;
     for (uint32_t h = 0; h < ns->hn; h++) {
-        int32_t k = seg_find(ns->segs, ns->nsegs, ns->hsegs[h]);
+        int32_t k = seg_find_near(ns->segs, ns->nsegs, ns->hsegs[h], &near_seg);
         if (k >= 0 && seg_alive(s, &ns->segs[k], ns->origin, ns->clock)) {
             nk[w] = ns->hkeys[h];
             ng[w] = ns->hsegs[h];
@@ -358,8 +359,9 @@ static seen_err next_coalesce(const seen_set *s, next_state *ns)
         seen__free(map);
         return SEEN_ERR_NOMEM;
     }
+    uint32_t near_seg = 0; /* the scans follow the table */
     for (uint32_t h = 0; h < ns->hn; h++) {
-        int32_t k = seg_find(ns->segs, ns->nsegs, ns->hsegs[h]);
+        int32_t k = seg_find_near(ns->segs, ns->nsegs, ns->hsegs[h], &near_seg);
         nk[h] = ns->hkeys[h];
         ng[h] = ns->hsegs[h];
         if (k >= 0 && map[k] != k) {

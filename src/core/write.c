@@ -29,12 +29,14 @@ static seen_err next_renumber(const seen_set *s, next_state *ns)
             return SEEN_ERR_NOMEM;
         }
         uint32_t *ids = (uint32_t *)(void *)runs[i].mem;
+        uint32_t near_seg = 0; /* the scans follow the table */
         for (uint32_t t = 0; t < runs[i].nsegs; t++)
-            ids[t] = (uint32_t)seg_find(ns->segs, ns->nsegs, ids[t]);
+            ids[t] = (uint32_t)seg_find_near(ns->segs, ns->nsegs, ids[t], &near_seg);
     }
+    uint32_t near_seg = 0; /* the scans follow the table */
     for (uint32_t h = 0; h < ns->hn; h++) {
         hk[h] = ns->hkeys[h];
-        hg[h] = (uint32_t)seg_find(ns->segs, ns->nsegs, ns->hsegs[h]);
+        hg[h] = (uint32_t)seg_find_near(ns->segs, ns->nsegs, ns->hsegs[h], &near_seg);
     }
     if (ns->head_fresh)
         seen__free(ns->hkeys);
@@ -275,8 +277,9 @@ static seen_err run_remove_in_place(next_state *ns, const seen__run *r, const se
         *applies = false; /* nothing matched after all: let the rebuild decide */
     if (err == SEEN_OK && *applies) {
         const uint32_t *ids = seen__run_segs(r);
+        uint32_t near_seg = 0; /* the scans follow the table */
         for (uint32_t t = 0; t < r->nsegs; t++) {
-            int32_t at = seg_find(ns->segs, ns->nsegs, ids[t]);
+            int32_t at = seg_find_near(ns->segs, ns->nsegs, ids[t], &near_seg);
             if (at < 0 || per_tag[t] == 0)
                 continue;
             seen__segment *g = &ns->segs[at];
@@ -325,6 +328,7 @@ static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, 
     /* Copies other than an item's newest were shadows: as they go, so does
      * their shadow mark.  (The table is unchanged so far: ranks index both
      * s->segs and ns.segs.) */
+    uint32_t near_seg = 0; /* the scans follow the table */
     for (uint32_t h = 0; h < ns.hn; h++) {
         size_t lo = 0, hi = u;
         while (lo < hi) {
@@ -336,7 +340,7 @@ static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, 
         }
         if (lo == u || keys[lo] != ns.hkeys[h])
             continue;
-        int32_t k = seg_find(ns.segs, ns.nsegs, ns.hsegs[h]);
+        int32_t k = seg_find_near(ns.segs, ns.nsegs, ns.hsegs[h], &near_seg);
         if (k >= 0 && k != rank[lo] && ns.segs[k].shadow > 0)
             ns.segs[k].shadow--;
     }
@@ -351,7 +355,7 @@ static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, 
             int t = seen__cursor_find(&cur, seen__div(&d, keys[k]));
             if (t < 0)
                 continue;
-            int32_t at = seg_find(ns.segs, ns.nsegs, ids[t]);
+            int32_t at = seg_find_near(ns.segs, ns.nsegs, ids[t], &near_seg);
             if (at >= 0 && at != rank[k] && ns.segs[at].shadow > 0)
                 ns.segs[at].shadow--;
         }
@@ -375,7 +379,7 @@ static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, 
                     ng[w] = ns.hsegs[h];
                     w++;
                 } else {
-                    int32_t k = seg_find(ns.segs, ns.nsegs, ns.hsegs[h]);
+                    int32_t k = seg_find_near(ns.segs, ns.nsegs, ns.hsegs[h], &near_seg);
                     if (k >= 0) {
                         ns.segs[k].phys--;
                         if (ns.segs[k].shadow > ns.segs[k].phys)

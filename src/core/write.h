@@ -51,6 +51,25 @@ static inline int32_t seg_find(const seen__segment *segs, uint32_t n, uint32_t i
     return -1;
 }
 
+/* seg_find for a sequence of lookups that tend to follow the table: a
+ * run's ids are in table order, and neighbouring head entries share
+ * segments.  The scan starts at *hint and wraps, so a sequence in table
+ * order costs one pass over the table, not one per lookup. */
+static inline int32_t seg_find_near(const seen__segment *segs, uint32_t n, uint32_t id,
+                                    uint32_t *hint)
+{
+    uint32_t i = *hint < n ? *hint : 0;
+    for (uint32_t step = 0; step < n; step++) {
+        if (segs[i].id == id) {
+            *hint = i;
+            return (int32_t)i;
+        }
+        if (++i == n)
+            i = 0;
+    }
+    return -1;
+}
+
 static inline size_t head_limit(uint64_t stored)
 {
     uint64_t per = stored >= SEEN_HEAD_LARGE_SET ? SEEN_HEAD_PER_ITEMS / 2 : SEEN_HEAD_PER_ITEMS;
