@@ -63,6 +63,17 @@ static double seen_insert_usec(redisContext *c, const char *key, long n, const c
     return us;
 }
 
+/* The server's clock, in ms (what SEEN writes are timed by). */
+static long long server_ms(redisContext *c)
+{
+    redisReply *t = drv_cmd(c, "TIME");
+    if (t->type != REDIS_REPLY_ARRAY || t->elements != 2)
+        drv_die("TIME: unexpected reply\n");
+    long long ms = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+    freeReplyObject(t);
+    return ms;
+}
+
 typedef struct row {
     char what[160];
     double seen_us, set_us; /* set_us < 0: no SET equivalent */
@@ -137,6 +148,37 @@ int main(int argc, char **argv)
              huge);
     r->seen_us = del_max, r->set_us = srem_max, r->target_us = 5000;
 
+    /* The same from a key whose history spans 80 days in 4 slices (its main
+     * run tags every value with its slice), many deletes: the slowest. */
+    freeReplyObject(drv_cmd(c, "SEEN.RESERVE aged WINDOW 90d SLICES 4"));
+    long long now_ms = server_ms(c);
+    for (long part = 0; part < 10; part++) {
+        size_t len;
+        char *bulk = items_bulk(huge / 10, "a", part * (huge / 10), &len);
+        char at[32];
+        snprintf(at, sizeof at, "%lld", now_ms - (80 - part * 8) * 86400000LL);
+        const char *av[6] = {"SEEN.INSERT", "aged", "AT", at, "BULK", bulk};
+        size_t lv[6] = {11, 4, 2, strlen(at), 4, len};
+        freeReplyObject(drv_cmd_argv(c, 6, av, lv));
+        free(bulk);
+    }
+    freeReplyObject(drv_cmd(c, "SEEN.COMPACT aged"));
+    int ndel = quick ? 30 : 300;
+    del_max = 0;
+    for (int i = 0; i < ndel; i++) {
+        freeReplyObject(drv_cmd(c, "CONFIG RESETSTAT"));
+        freeReplyObject(drv_cmd(c, "SEEN.DEL aged a%ld", (i * 7919L) % huge));
+        long long calls;
+        double us = drv_command_usec(c, "seen.del", &calls);
+        del_max = us > del_max ? us : del_max;
+    }
+    r = &rows[nrows++];
+    snprintf(r->what, sizeof r->what,
+             "`SEEN.DEL` of one item from a %ld-item key holding 80 days in 4 slices (slowest of "
+             "%d)",
+             huge, ndel);
+    r->seen_us = del_max, r->set_us = srem_max, r->target_us = 5000;
+
     /* The largest MFILTER a request may make: the key limit x 10,000. */
     size_t clen;
     char *cands = items_bulk(10000, "v", huge - 5000, &clen);
@@ -187,7 +229,19 @@ int main(int argc, char **argv)
                  "outlier",
                  huge);
         r->seen_us = drv_command_usec(c, "seen.filter", &calls);
-        r->set_us = -1, r->target_us = -1;
+        r->set_us = -1, r->target_us = 1000;
+        /* Its smallest ids deleted one at a time (the run's first value). */
+        del_max = 0;
+        for (int i = 0; i < 5; i++) {
+            freeReplyObject(drv_cmd(c, "CONFIG RESETSTAT"));
+            freeReplyObject(drv_cmd(c, "SEEN.DEL clustered %d", 5000000 + i));
+            double us = drv_command_usec(c, "seen.del", &calls);
+            del_max = us > del_max ? us : del_max;
+        }
+        r = &rows[nrows++];
+        snprintf(r->what, sizeof r->what,
+                 "`SEEN.DEL` of the smallest id of the same key (slowest of 5)");
+        r->seen_us = del_max, r->set_us = -1, r->target_us = 5000;
     }
     redisFree(c);
     drv_server_stop();

@@ -10,7 +10,7 @@
  * Malformed input gets an error, never a crash and never a read outside the
  * buffer.
  */
-#include "internal.h"
+#include "run_layout.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -20,7 +20,10 @@
 #define FORMAT_MAGIC "SEEN"
 #define FORMAT_V1 1u
 #define FORMAT_V2 2u
-#define FORMAT_WRITTEN FORMAT_V2
+/* Version 3 is version 2 with runs cut by rank and bucket counts left by
+ * deletes allowed (run_layout.h); a set holding neither is written as
+ * version 2, which readers of version 2 load. */
+#define FORMAT_V3 3u
 
 /* Sizes of the fixed parts in version 1, and the least they take in
  * version 2, in bytes (see docs/FORMAT.md). */
@@ -175,7 +178,11 @@ static void write_all(const seen_set *s, wbuf *w)
     uint8_t e = 0;
     bool decimal = error_decimal(p->error, &m, &e);
     put(w, FORMAT_MAGIC, 4);
-    put_u16(w, FORMAT_WRITTEN);
+    bool v3 = false;
+    for (uint32_t i = 0; i < s->nruns; i++)
+        v3 |= run_ranked(&s->runs[i]) || !nbuckets_canonical(s->runs[i].n, s->runs[i].nbuckets) ||
+              !seen__run_ends_exact(&s->runs[i]);
+    put_u16(w, v3 ? FORMAT_V3 : FORMAT_V2);
     put_uv(w, (s->has_origin ? V2_HAS_ORIGIN : 0) | (p->ids == SEEN_IDS_INT ? V2_IDS_INT : 0) |
                   (decimal ? 0 : V2_ERROR_RAW));
     put_uv(w, p->window_ms);
@@ -226,6 +233,8 @@ static void write_all(const seen_set *s, wbuf *w)
         put_uv(w, r->nsegs);
         put_u8(w, r->w_bits);
         put_u8(w, r->w_items);
+        if (v3)
+            put_u8(w, r->w_vals);
         const uint32_t *ids = seen__run_segs(r);
         for (uint32_t t = 0; t < r->nsegs; t++)
             put_uv(w, ids[t]);
@@ -256,7 +265,7 @@ typedef struct rbuf {
     size_t len, pos;
     bool short_read;
     bool bad;         /* a varint overlong or out of its field's range */
-    unsigned version; /* FORMAT_V1 or FORMAT_V2 */
+    unsigned version; /* FORMAT_V1, V2 or V3 */
 } rbuf;
 
 static const uint8_t *take(rbuf *r, size_t n)
@@ -473,7 +482,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
     uint16_t version = get_u16(rb);
     if (rb->short_read)
         return SEEN_ERR_FORMAT_TRUNCATED;
-    if (version != FORMAT_V1 && version != FORMAT_V2)
+    if (version != FORMAT_V1 && version != FORMAT_V2 && version != FORMAT_V3)
         return SEEN_ERR_FORMAT_VERSION;
     rb->version = version;
     /* Everything else is covered by the checksum: check it before trusting
@@ -656,13 +665,16 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
         r.nsegs = get_f32bits(rb);
         r.w_bits = get_u8(rb);
         r.w_items = get_u8(rb);
+        r.w_vals = version == FORMAT_V3 ? get_u8(rb) : 0;
         if (rb->short_read)
             return SEEN_ERR_FORMAT_TRUNCATED;
         if (rb->bad)
             return CORRUPT;
         if (r.c == 0 || ((s->budget == 0 || s->plan_c == 0) && r.c != 1) || r.n == 0 ||
             r.nsegs == 0 || r.nsegs > SEEN_MAX_SEGMENTS || r.code_bits > SEEN_MAX_CODE_BITS ||
-            r.nbuckets == 0 || r.nbuckets > r.n || r.w_bits > 62 || r.w_items > 40)
+            r.nbuckets == 0 || r.nbuckets > r.n || r.w_bits > 62 || r.w_items > 40 ||
+            r.w_vals > 64 || (r.w_vals != 0) != run_ranked(&r) ||
+            (version != FORMAT_V3 && (run_ranked(&r) || !nbuckets_canonical(r.n, r.nbuckets))))
             return CORRUPT;
         /* In version 2 the ids take at least a byte each, not four. */
         size_t payload = run_payload_bytes(&r);
@@ -699,6 +711,8 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
         seen_err err = trusted ? SEEN_OK : seen__run_validate(&s->runs[i]);
         if (err != SEEN_OK)
             return err;
+        if (!trusted && version != FORMAT_V3 && !seen__run_ends_exact(&s->runs[i]))
+            return CORRUPT;
         seen__run_split(&s->runs[i]);
         mass += r.c > 1 ? (unsigned __int128)r.n * r.c : 0;
     }

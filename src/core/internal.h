@@ -24,6 +24,9 @@
  * they are fewer than 1/SEEN_STEPWISE_RATIO of its items (at 100k items,
  * 2,000 candidates: 8% faster; denser walks decode whole buckets). */
 #define SEEN_STEPWISE_RATIO 16u
+/* A run whose values, cut into buckets by value, would put more than this
+ * many times a bucket's share into one is cut by rank instead (run.c). */
+#define SEEN_RANKED_SKEW 4u
 /* Runs this large use buckets of SEEN_BUCKET_ITEMS / 2. */
 #define SEEN_LARGE_RUN 16384u
 
@@ -280,7 +283,7 @@ typedef struct seen__run {
     uint64_t base;         /* smallest value */
     uint64_t span;         /* largest value - base */
     uint64_t golomb_m;     /* Golomb parameter of the gaps */
-    uint64_t bucket_w;     /* bucket of v = (v - base) / bucket_w */
+    uint64_t bucket_w;     /* bucket of v = (v - base) / bucket_w; 0: cut by rank */
     uint64_t code_bits;    /* bits of Golomb codes */
     int64_t idx_min_bits;  /* smallest deviation of a bucket's bit offset */
     int64_t idx_min_items; /* smallest deviation of a bucket's first item */
@@ -289,7 +292,8 @@ typedef struct seen__run {
     uint32_t nsegs; /* tag alphabet: segment ids, oldest first */
     uint8_t w_bits; /* index field widths */
     uint8_t w_items;
-    uint8_t *mem; /* segment ids, index, tags, codes, padding */
+    uint8_t w_vals; /* a bucket's lowest value, in runs cut by rank; else 0 */
+    uint8_t *mem;   /* segment ids, index, tags, codes, padding */
     /* A large run may keep the codes of its last buckets in a second block
      * (see seen__run_split); tail[0] holds code bit tail_bit & ~7, and the
      * buckets starting at or after tail_bit are read from it. */
@@ -326,9 +330,9 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
                           size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine);
 /* The run r without those of the sorted, distinct values vals[0..k) it
  * holds, copying the codes of every bucket none of them is in.  *applies
- * is false when this cannot be done in place (the run's first or last
- * value goes, its bucket count would change, or a segment would be left
- * without values): then rebuild the run instead.  When it applies and
+ * is false when this cannot be done in place (the run would lose half its
+ * values or all of them, or a segment would be left without values): then
+ * rebuild the run instead.  When it applies and
  * *removed > 0, *out is the new run and removed_per_tag[t] (r->nsegs
  * entries, zeroed by the caller) counts the values removed per tag. */
 seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
@@ -341,6 +345,9 @@ void seen__run_decode_tags(const seen__run *r, uint16_t *tags);
  * order, tags.  The header fields must already be in r and mem allocated
  * with seen__run_mem_size(r) bytes. */
 seen_err seen__run_validate(const seen__run *r);
+/* Whether a valid run's first value is its base and its last base + span
+ * (a delete in place may leave them wider; format version 3). */
+bool seen__run_ends_exact(const seen__run *r);
 void seen__run_release(seen__run *r);
 
 /* Looks up a nondecreasing sequence of values in one run. */

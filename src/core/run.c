@@ -12,7 +12,8 @@
  * Layout of `mem` (one allocation):
  *
  *   [segment ids: nsegs x uint32]     tag t means segment ids[t]
- *   [index: (nbuckets-1) entries]     w_bits + w_items bits each, byte-padded
+ *   [index: (nbuckets-1) entries]     w_bits + w_items (+ w_vals) bits each,
+ *                                     byte-padded
  *   [tags: ceil(n / g) x uint64 LE]   base-nsegs digits, g per word
  *   [codes: code_bits, byte-padded]
  *   [16 zero bytes]                   the bit reader loads up to 15 bytes
@@ -26,6 +27,16 @@
  * gaps: its first value is coded as v - bucket_base, the next ones as
  * v - previous - 1, so a lookup jumps to its bucket and decodes half a
  * bucket on average.  Division by bucket_w uses a precomputed reciprocal.
+ *
+ * Buckets cut by rank.  Values that cluster (integer ids of an exact set:
+ * a dense range and one far outlier) would put nearly all of a run in one
+ * bucket, and a lookup would decode all of it.  When cutting by value would
+ * leave a bucket more than SEEN_RANKED_SKEW times its share, the run is cut
+ * by rank instead (bucket_w = 0): bucket j starts at item j * n / nbuckets,
+ * and its index entry also holds its lowest value (w_vals bits), which
+ * is the base its first gap is coded from.  A lookup finds its bucket by a
+ * binary search of those values.  A delete keeps them, so a bucket that
+ * loses its first value codes the next from the same base.
  *
  * Index.  Bucket j starts at bit off(j) of the codes and at item first(j).
  * Both are close to straight lines (j * code_bits / nbuckets and
@@ -45,12 +56,14 @@
  * b-1 bits first, then its lowest bit.  Bits are packed LSB-first.  Example,
  * m = 5 (b = 3, short_n = 3): gap 12 = 2*5 + 2 is the bits 0,0,1 then 0,1.
  *
- * Invariants: n >= 1; values strictly increase; the first is base and the
- * last base + span; tags < nsegs; nbuckets and bucket_w are canonical for
- * (n, span).  The encoder's Golomb parameter is canonical too; a run a
- * delete edited in place keeps the one it had (any parameter decodes).
- * Every choice is a function of the writes a set received, so a replica
- * that applies the same writes holds the same bytes.
+ * Invariants: n >= 1; values strictly increase; tags < nsegs; the values
+ * lie in base ... base + span, bucket_w is canonical for (nbuckets, span)
+ * or 0 (cut by rank).  The encoder makes the first value base and the last
+ * base + span, and nbuckets and the Golomb parameter canonical for (n,
+ * span); a delete in place keeps all four as they were (nbuckets until the
+ * run has lost half its values), so a 1M-value run loses a value for the
+ * price of copying its bits.  Every choice is a function of the writes a set
+ * received, so a replica that applies the same writes holds the same bytes.
  */
 #include "run_layout.h"
 
@@ -181,6 +194,41 @@ static inline void aw_put(acc_writer *w, uint64_t v, unsigned n)
     w->nacc &= 7;
 }
 
+/* Append nbits bits of src starting at bit `from` (src readable 16 bytes
+ * past them, as codes are).  Once the writer is at a byte boundary, whole
+ * words are shifted into place, or copied when the two line up: copying a
+ * large run's untouched buckets costs a memcpy, not a step per 56 bits. */
+static void aw_copy(acc_writer *w, const uint8_t *src, uint64_t from, uint64_t nbits)
+{
+    if (nbits >= 128 && w->nacc != 0) {
+        unsigned lead = 8 - w->nacc;
+        aw_put(w, seen__read_bits(src, from, lead), lead);
+        from += lead;
+        nbits -= lead;
+    }
+    if (nbits >= 128) {
+        uint64_t words = (nbits - 64) / 64;
+        const uint8_t *s = src + (from >> 3);
+        unsigned sh = (unsigned)(from & 7);
+        uint8_t *d = w->buf + w->byte;
+        if (sh == 0) {
+            memcpy(d, s, (size_t)words * 8);
+        } else {
+            for (uint64_t i = 0; i < words; i++, s += 8, d += 8)
+                seen__store64le(d, (seen__load64le(s) >> sh) | ((uint64_t)s[8] << (64 - sh)));
+        }
+        w->byte += (size_t)words * 8;
+        from += words * 64;
+        nbits -= words * 64;
+    }
+    for (; nbits > 0;) {
+        unsigned take = nbits < 56 ? (unsigned)nbits : 56;
+        aw_put(w, seen__read_bits(src, from, take), take);
+        from += take;
+        nbits -= take;
+    }
+}
+
 static inline void golomb_put(acc_writer *w, const seen__golomb *g, const seen__divider *mdiv,
                               uint64_t gap)
 {
@@ -215,7 +263,7 @@ static inline void golomb_put(acc_writer *w, const seen__golomb *g, const seen__
 
 size_t seen__run_index_bytes(const seen__run *r)
 {
-    uint64_t bits = (uint64_t)(r->nbuckets ? r->nbuckets - 1 : 0) * (r->w_bits + r->w_items);
+    uint64_t bits = (uint64_t)(r->nbuckets ? r->nbuckets - 1 : 0) * index_entry_bits(r);
     return (size_t)((bits + 7) / 8);
 }
 
@@ -342,12 +390,14 @@ typedef struct tag_source {
     const uint16_t *tags; /* n_old entries */
     const uint8_t *skip;  /* n_old flags: 1 = not in the new run */
     size_t n_old;
+    const uint64_t *packed; /* or the new run's tag words, ready */
 } tag_source;
 
 static seen_err run_assemble(seen__run *r, const uint64_t *offs, const uint64_t *firsts,
-                             const uint32_t *seg_ids, const uint16_t *tags,
+                             const uint64_t *lows, const uint32_t *seg_ids, const uint16_t *tags,
                              const tag_source *old_tags, const uint8_t *codes)
 {
+    /* lows[j]: a ranked run's lowest value of bucket j (NULL otherwise). */
     /* Index: deviations of bucket starts from their straight lines. */
     uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
     int64_t bmin = 0, bmax = 0, imin = 0, imax = 0;
@@ -367,22 +417,33 @@ static seen_err run_assemble(seen__run *r, const uint64_t *offs, const uint64_t 
     r->idx_min_items = imin;
     r->w_bits = (uint8_t)seen__bitlen((uint64_t)(bmax - bmin));
     r->w_items = (uint8_t)seen__bitlen((uint64_t)(imax - imin));
+    /* Lows rise, so the last is the widest (the run's top value is never a
+     * low: a bucket holds more than one value). */
+    r->w_vals = lows ? (uint8_t)seen__bitlen(lows[r->nbuckets - 1] - r->base) : 0;
 
     r->mem = seen__calloc(1, seen__run_mem_size(r));
     if (r->mem == NULL)
         return SEEN_ERR_NOMEM;
     memcpy(r->mem, seg_ids, (size_t)r->nsegs * sizeof(uint32_t));
     uint8_t *idx = r->mem + (size_t)r->nsegs * sizeof(uint32_t);
-    if (r->w_bits + r->w_items > 0) {
+    if (index_entry_bits(r) > 0) {
         seen__bitw iw = {.buf = idx, .bits = 0};
+        unsigned w_vals = ranked_w_vals(r);
         for (uint32_t j = 1; j < r->nbuckets; j++) {
             int64_t db = (int64_t)offs[j] - (int64_t)on_line(sl_bits, j);
             int64_t di = (int64_t)firsts[j] - (int64_t)on_line(sl_items, j);
             seen__bitw_put(&iw, (uint64_t)(db - bmin), r->w_bits);
             seen__bitw_put(&iw, (uint64_t)(di - imin), r->w_items);
+            if (w_vals)
+                seen__bitw_put(&iw, lows[j] - r->base, w_vals);
         }
     }
-    if (r->nsegs > 1) {
+    if (r->nsegs > 1 && old_tags && old_tags->packed) {
+        uint8_t *tw = idx + seen__run_index_bytes(r);
+        uint64_t nw = tag_words(r);
+        for (uint64_t wi = 0; wi < nw; wi++)
+            seen__store64le(tw + wi * 8, old_tags->packed[wi]);
+    } else if (r->nsegs > 1) {
         uint8_t *tw = idx + seen__run_index_bytes(r);
         uint32_t per = tags_per_word(r->nsegs, NULL);
         /* Digits of a word, least significant first: collected, then
@@ -415,6 +476,26 @@ static seen_err run_assemble(seen__run *r, const uint64_t *offs, const uint64_t 
     return SEEN_OK;
 }
 
+/* Whether cutting sorted vals by value would leave a bucket holding more
+ * than SEEN_RANKED_SKEW times a bucket's share of them: then the run is cut
+ * by rank.  Fingerprints and hashed keys never come near it; clustered
+ * integer ids with a far outlier put nearly all in one bucket. */
+static bool value_cut_skewed(const uint64_t *vals, size_t n, const seen__run *r,
+                             const seen__divider *bdiv)
+{
+    uint64_t limit = (uint64_t)SEEN_RANKED_SKEW * ((n + r->nbuckets - 1) / r->nbuckets);
+    uint64_t in_bucket = 0;
+    uint64_t cur = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t j = seen__div(bdiv, vals[i] - r->base);
+        in_bucket = j == cur ? in_bucket + 1 : 1;
+        cur = j;
+        if (in_bucket > limit)
+            return true;
+    }
+    return false;
+}
+
 seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
                           size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine)
 {
@@ -436,7 +517,11 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
     seen__divider mdiv, bdiv;
     seen__divider_init(&mdiv, r.golomb_m);
     seen__divider_init(&bdiv, r.bucket_w);
-    uint64_t *offs = seen__malloc(((size_t)r.nbuckets + 1) * 2 * sizeof *offs);
+    const bool ranked = r.nbuckets > 1 && value_cut_skewed(vals, n, &r, &bdiv);
+    uint64_t sl_items = slope(n, r.nbuckets);
+    if (ranked)
+        r.bucket_w = 0;
+    uint64_t *offs = seen__malloc(((size_t)r.nbuckets + 1) * (ranked ? 3 : 2) * sizeof *offs);
     acc_writer w = {0};
     /* A code takes about b + 1.5 bits; reserve generously, grow rarely. */
     uint64_t est = (uint64_t)n * (g.b + 3) + 128;
@@ -446,22 +531,39 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
         return SEEN_ERR_NOMEM;
     }
     uint64_t *firsts = offs + r.nbuckets + 1;
+    uint64_t *lows = ranked ? firsts + r.nbuckets + 1 : NULL;
 
     uint32_t cur_bucket = 0;
-    uint64_t prev = 0;
+    uint64_t prev = 0, lo = r.base;
     bool first = true;
     offs[0] = 0;
     firsts[0] = 0;
+    if (ranked)
+        lows[0] = r.base;
+    /* A ranked run's bucket j starts at item on_line(sl_items, j). */
+    uint64_t next_first = ranked ? on_line(sl_items, 1) : 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t v = vals[i];
-        uint32_t j = r.nbuckets > 1 ? (uint32_t)seen__div(&bdiv, v - r.base) : 0;
-        while (cur_bucket < j) {
-            cur_bucket++;
-            offs[cur_bucket] = aw_bits(&w);
-            firsts[cur_bucket] = i;
-            first = true;
+        if (ranked) {
+            if (cur_bucket + 1 < r.nbuckets && i == next_first) {
+                cur_bucket++;
+                offs[cur_bucket] = aw_bits(&w);
+                firsts[cur_bucket] = i;
+                lows[cur_bucket] = lo = v;
+                next_first = on_line(sl_items, cur_bucket + 1);
+                first = true;
+            }
+        } else {
+            uint32_t j = r.nbuckets > 1 ? (uint32_t)seen__div(&bdiv, v - r.base) : 0;
+            while (cur_bucket < j) {
+                cur_bucket++;
+                offs[cur_bucket] = aw_bits(&w);
+                firsts[cur_bucket] = i;
+                first = true;
+            }
+            lo = r.base + (uint64_t)j * r.bucket_w;
         }
-        uint64_t gap = first ? v - (r.base + (uint64_t)j * r.bucket_w) : v - prev - 1;
+        uint64_t gap = first ? v - lo : v - prev - 1;
         uint64_t q = g.m > 1 ? seen__div(&mdiv, gap) : gap;
         if (w.byte + (q + 130) / 8 + 16 > w.cap && !aw_reserve(&w, q + 130)) {
             seen__free(offs);
@@ -478,7 +580,7 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
         firsts[cur_bucket] = n;
     }
     r.code_bits = aw_bits(&w);
-    seen_err err = run_assemble(&r, offs, firsts, seg_ids, tags, NULL, w.buf);
+    seen_err err = run_assemble(&r, offs, firsts, lows, seg_ids, tags, NULL, w.buf);
     seen__free(offs);
     seen__free(w.buf);
     if (err != SEEN_OK)
@@ -495,6 +597,57 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
  * are rebuilt from what is known.  A delete from a 1M-item run costs a
  * copy of its bits, not a decode and an encode of every value.
  */
+/* Remove digit p from packed base-k tag words holding `digits` digits, g
+ * a word: the digits after it move down one place, a word at a time (one
+ * division by k and a multiplication per word), so a delete costs the
+ * words after it, not a decode and encode of every tag. */
+static void tags_drop_digit(uint64_t *words, uint64_t digits, uint64_t p, uint32_t k, uint32_t g,
+                            const seen__divider *kdiv)
+{
+    uint64_t nwords = (digits + g - 1) / g, w = p / g;
+    uint32_t q = (uint32_t)(p % g);
+    uint64_t top = ipow(k, g - 1);
+    for (; w < nwords; w++) {
+        uint64_t cur = words[w], kept;
+        if (q > 0) {
+            uint64_t kq = ipow(k, q);
+            uint64_t low = cur % kq;
+            kept = low + (cur / kq / k) * kq;
+            q = 0;
+        } else {
+            kept = seen__div(kdiv, cur);
+        }
+        uint64_t next = w + 1 < nwords ? words[w + 1] : 0;
+        words[w] = kept + (next - seen__div(kdiv, next) * k) * top;
+    }
+}
+
+/* Whether tag t names more than `limit` of the run's values (stops as soon
+ * as it does: a segment a delete might empty usually has many more). */
+static bool tag_count_exceeds(const seen__run *r, uint32_t t, uint64_t limit)
+{
+    seen__divider kd;
+    seen__divider_init(&kd, r->nsegs);
+    const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+    uint32_t per = tags_per_word(r->nsegs, NULL);
+    uint64_t count = 0;
+    for (uint64_t i = 0; i < r->n; i += per) {
+        uint64_t word = seen__load64le(tw + (i / per) * 8);
+        uint64_t end_i = i + per < r->n ? i + per : r->n;
+        for (uint64_t d = i; d < end_i; d++) {
+            uint64_t q = seen__div(&kd, word);
+            if (word - q * r->nsegs == t && ++count > limit)
+                return true;
+            word = q;
+        }
+    }
+    return false;
+}
+
+/* Deletes of up to this many values from one run move tag digits word by
+ * word; more re-pack every tag. */
+#define TAG_SHIFT_MAX 16u
+
 seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
                            uint64_t *removed_per_tag, size_t *removed, bool *applies)
 {
@@ -505,18 +658,29 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
     seen__divider mdiv;
     seen__divider_init(&mdiv, r->golomb_m);
     uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
-    uint64_t *offs = seen__malloc(((size_t)r->nbuckets + 1) * 4 * sizeof *offs);
-    uint8_t *skip = seen__calloc(r->n, 1);
-    uint16_t *tags = r->nsegs > 1 ? seen__malloc((size_t)r->n * sizeof *tags) : NULL;
+    const bool ranked = run_ranked(r);
+    uint64_t *offs = seen__malloc(((size_t)r->nbuckets + 1) * (ranked ? 5 : 4) * sizeof *offs);
+    /* The run positions of the values that go, in increasing order. */
+    uint64_t *gone_at = seen__malloc((k ? k : 1) * sizeof *gone_at);
+    uint8_t *drop = NULL; /* per value of the bucket being edited */
+    uint8_t *skip = NULL;
+    uint16_t *tags = NULL;
+    uint64_t *words = NULL;
     uint64_t *bucket = NULL;
     acc_writer w = {0};
     seen_err err = SEEN_ERR_NOMEM;
-    if (offs == NULL || skip == NULL || (r->nsegs > 1 && tags == NULL))
+    if (offs == NULL || gone_at == NULL)
         goto done;
     uint64_t *firsts = offs + r->nbuckets + 1, *noffs = firsts + r->nbuckets + 1,
              *nfirsts = noffs + r->nbuckets + 1;
-    for (uint32_t j = 0; j <= r->nbuckets; j++)
+    /* A ranked run keeps its buckets' lowest values: a bucket that loses
+     * its first value codes the next one from the same low. */
+    uint64_t *lows = ranked ? nfirsts + r->nbuckets + 1 : NULL;
+    for (uint32_t j = 0; j <= r->nbuckets; j++) {
         bucket_start(r, sl_bits, sl_items, j, &offs[j], &firsts[j]);
+        if (lows && j < r->nbuckets)
+            lows[j] = bucket_lo(r, j);
+    }
     size_t bucket_cap = 0;
     if (!aw_reserve(&w, r->code_bits + 64))
         goto done;
@@ -525,28 +689,36 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
         noffs[j] = aw_bits(&w);
         nfirsts[j] = firsts[j] - gone;
         /* The bucket's values lie in [lo, top]. */
-        uint64_t lo = r->base + (uint64_t)j * r->bucket_w;
-        uint64_t top = j + 1 < r->nbuckets ? lo + r->bucket_w - 1 : r->base + r->span;
+        uint64_t lo = bucket_lo(r, j), top = bucket_hi(r, j);
         while (vi < k && vals[vi] < lo)
             vi++;
         uint64_t org;
         const uint8_t *codes = bucket_codes(r, offs[j], &org);
         size_t cnt = (size_t)(firsts[j + 1] - firsts[j]);
         if (vi == k || vals[vi] > top || cnt == 0) {
-            /* Untouched: its bits as they are. */
-            for (uint64_t b = offs[j]; b < offs[j + 1]; b += 56) {
-                unsigned take = offs[j + 1] - b < 56 ? (unsigned)(offs[j + 1] - b) : 56;
-                aw_put(&w, seen__read_bits(codes, b - org, take), take);
+            /* Untouched: its bits as they are (with the untouched buckets
+             * after it in the same block). */
+            uint32_t e = j + 1;
+            while (e < r->nbuckets && (vi == k || vals[vi] > bucket_hi(r, e)) &&
+                   (r->tail == NULL || (offs[e] >= r->tail_bit) == (offs[j] >= r->tail_bit))) {
+                nfirsts[e] = firsts[e] - gone;
+                noffs[e] = noffs[j] + (offs[e] - offs[j]);
+                e++;
             }
+            aw_copy(&w, codes, offs[j] - org, offs[e] - offs[j]);
+            j = e - 1;
             continue;
         }
         if (cnt > bucket_cap) {
             seen__free(bucket);
+            seen__free(drop);
             bucket_cap = cnt;
             bucket = seen__malloc(cnt * sizeof *bucket);
-            if (bucket == NULL)
+            drop = seen__malloc(cnt);
+            if (bucket == NULL || drop == NULL)
                 goto done;
         }
+        memset(drop, 0, cnt);
         uint64_t pos = offs[j] - org, v = lo;
         for (size_t i = 0; i < cnt; i++) {
             v = (i == 0 ? lo : v + 1) + golomb_get(codes, &pos, &g);
@@ -557,21 +729,16 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
         while (vi < k && vals[vi] <= top) {
             while (bi < cnt && bucket[bi] < vals[vi])
                 bi++;
-            if (bi < cnt && bucket[bi] == vals[vi]) {
-                uint64_t item = firsts[j] + bi;
-                if (item == 0 || item + 1 == r->n) {
-                    err = SEEN_OK; /* the run's ends move: not this way */
-                    goto done;
-                }
-                skip[item] = 1;
-                gone++;
+            if (bi < cnt && bucket[bi] == vals[vi] && !drop[bi]) {
+                drop[bi] = 1;
+                gone_at[gone++] = firsts[j] + bi;
             }
             vi++;
         }
         uint64_t prev = 0;
         bool first = true;
         for (size_t i = 0; i < cnt; i++) {
-            if (skip[firsts[j] + i])
+            if (drop[i])
                 continue;
             uint64_t gap = first ? bucket[i] - lo : bucket[i] - prev - 1;
             uint64_t q = g.m > 1 ? seen__div(&mdiv, gap) : gap;
@@ -590,24 +757,23 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
         goto done;
     }
     uint64_t n2 = r->n - gone;
-    bool fine = r->nbuckets == canonical_nbuckets(n2, true);
-    if (r->nbuckets != canonical_nbuckets(n2, false) && !fine)
-        goto done; /* the bucket count must change: rebuild */
-    if (tags) {
-        seen__run_decode_tags(r, tags);
-        uint64_t *left = seen__calloc(r->nsegs, sizeof *left);
-        if (left == NULL) {
-            err = SEEN_ERR_NOMEM;
-            goto done;
+    if (n2 == 0 || !nbuckets_allowed(n2, r->nbuckets))
+        goto done; /* the run has lost half its values: rebuild */
+    uint32_t per = r->nsegs > 1 ? tags_per_word(r->nsegs, NULL) : 0;
+    if (r->nsegs > 1) {
+        /* Each segment must keep a value here: count per tag what goes,
+         * then look for one more of each such tag. */
+        for (size_t i = 0; i < gone; i++)
+            removed_per_tag[tag_at(r, per, gone_at[i])]++;
+        for (size_t i = 0; i < gone; i++) {
+            uint32_t t = (uint32_t)tag_at(r, per, gone_at[i]);
+            if (removed_per_tag[t] > 0 && !tag_count_exceeds(r, t, removed_per_tag[t])) {
+                memset(removed_per_tag, 0, r->nsegs * sizeof *removed_per_tag);
+                goto done; /* a segment would be named without values: rebuild */
+            }
         }
-        for (size_t i = 0; i < r->n; i++)
-            left[tags[i]] += !skip[i];
-        bool all_used = true;
-        for (uint32_t t = 0; t < r->nsegs; t++)
-            all_used &= left[t] > 0;
-        seen__free(left);
-        if (!all_used)
-            goto done; /* a segment would be named without values: rebuild */
+    } else {
+        removed_per_tag[0] += gone;
     }
     seen__run nr = *r;
     nr.mem = NULL;
@@ -615,20 +781,49 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
     nr.tail_bit = 0;
     nr.n = (uint32_t)n2;
     nr.code_bits = noffs[r->nbuckets];
-    tag_source ts = {tags, skip, r->n};
-    err = run_assemble(&nr, noffs, nfirsts, seen__run_segs(r), NULL, tags ? &ts : NULL, w.buf);
+    tag_source ts = {NULL, NULL, r->n, NULL};
+    if (r->nsegs > 1 && gone <= TAG_SHIFT_MAX) {
+        uint64_t nw = tag_words(r);
+        const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+        words = seen__malloc(nw * sizeof *words);
+        if (words == NULL)
+            goto fail;
+        for (uint64_t wi = 0; wi < nw; wi++)
+            words[wi] = seen__load64le(tw + wi * 8);
+        seen__divider kd;
+        seen__divider_init(&kd, r->nsegs);
+        for (size_t i = gone; i-- > 0;)
+            tags_drop_digit(words, r->n - (gone - 1 - i), gone_at[i], r->nsegs, per, &kd);
+        ts.packed = words;
+    } else if (r->nsegs > 1) {
+        tags = seen__malloc((size_t)r->n * sizeof *tags);
+        skip = seen__calloc(r->n, 1);
+        if (tags == NULL || skip == NULL)
+            goto fail;
+        seen__run_decode_tags(r, tags);
+        for (size_t i = 0; i < gone; i++)
+            skip[gone_at[i]] = 1;
+        ts.tags = tags;
+        ts.skip = skip;
+    }
+    err = run_assemble(&nr, noffs, nfirsts, lows, seen__run_segs(r), NULL,
+                       r->nsegs > 1 ? &ts : NULL, w.buf);
     if (err != SEEN_OK)
-        goto done;
-    for (size_t i = 0; i < r->n; i++)
-        if (skip[i])
-            removed_per_tag[tags ? tags[i] : 0]++;
+        goto fail;
     *out = nr;
     *removed = gone;
     *applies = true;
+    goto done;
+fail:
+    err = SEEN_ERR_NOMEM;
+    memset(removed_per_tag, 0, r->nsegs * sizeof *removed_per_tag);
 done:
     seen__free(offs);
+    seen__free(gone_at);
+    seen__free(drop);
     seen__free(skip);
     seen__free(tags);
+    seen__free(words);
     seen__free(bucket);
     seen__free(w.buf);
     return err;

@@ -58,9 +58,17 @@ static inline uint64_t golomb_get(const uint8_t *buf, uint64_t *pos, const seen_
     return golomb_get_slow(buf, pos, g);
 }
 
-/* How many base-k digits fit in a 64-bit word, and k to that power. */
+/* How many base-k digits fit in a 64-bit word (k >= 2), and k to that
+ * power.  Every lookup that finds a run's codes asks (their offset follows
+ * the tags), so alphabets of up to 64 segments read a table. */
 static inline uint32_t tags_per_word(uint32_t k, uint64_t *full)
 {
+    static const uint8_t small[65] = {
+        0,  0,  63, 40, 31, 27, 24, 22, 21, 20, 19, 18, 17, 17, 16, 16, 15, 15, 15, 15, 14, 14,
+        14, 14, 13, 13, 13, 13, 13, 13, 13, 12, 12, 12, 12, 12, 12, 12, 12, 12, 12, 11, 11, 11,
+        11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 11, 10, 10, 10, 10, 10, 10, 10, 10};
+    if (k <= 64 && full == NULL)
+        return small[k];
     uint64_t p = 1;
     uint32_t g = 0;
     while (p <= UINT64_MAX / k) {
@@ -96,6 +104,20 @@ static inline uint32_t canonical_nbuckets(uint64_t n, bool fine)
     return nb < 2 ? 1 : (uint32_t)nb;
 }
 
+/* The bucket counts a writer gives a run of n values. */
+static inline bool nbuckets_canonical(uint64_t n, uint32_t nbuckets)
+{
+    return nbuckets == canonical_nbuckets(n, false) || nbuckets == canonical_nbuckets(n, true);
+}
+
+/* The bucket counts a run may have: a delete keeps the count a run was
+ * written with (rewriting it whole would cost a decode and an encode of
+ * every value) until the run has lost half its values.  Format version 3. */
+static inline bool nbuckets_allowed(uint64_t n, uint32_t nbuckets)
+{
+    return nbuckets >= canonical_nbuckets(n, false) && nbuckets <= canonical_nbuckets(2 * n, true);
+}
+
 static inline uint64_t canonical_bucket_w(uint32_t nbuckets, uint64_t span)
 {
     if (nbuckets <= 1)
@@ -129,6 +151,58 @@ static inline uint64_t on_line(uint64_t slope32, uint32_t j)
     return (uint64_t)(((unsigned __int128)j * slope32) >> 32);
 }
 
+/* A ranked run's buckets are cut by rank, not by value (run.c): its index
+ * also gives each bucket's lowest value, in this many bits. */
+static inline bool run_ranked(const seen__run *r)
+{
+    return r->nbuckets > 1 && r->bucket_w == 0;
+}
+
+static inline unsigned ranked_w_vals(const seen__run *r)
+{
+    return r->w_vals;
+}
+
+static inline unsigned index_entry_bits(const seen__run *r)
+{
+    return r->w_bits + r->w_items + ranked_w_vals(r);
+}
+
+/* The lowest value bucket j may hold (j < nbuckets). */
+static inline uint64_t bucket_lo(const seen__run *r, uint32_t j)
+{
+    if (j == 0)
+        return r->base;
+    if (!run_ranked(r))
+        return r->base + (uint64_t)j * r->bucket_w;
+    const uint8_t *idx = r->mem + (size_t)r->nsegs * sizeof(uint32_t);
+    uint64_t at = (uint64_t)(j - 1) * index_entry_bits(r) + r->w_bits + r->w_items;
+    return r->base + seen__read_bits(idx, at, ranked_w_vals(r));
+}
+
+/* The highest value bucket j may hold. */
+static inline uint64_t bucket_hi(const seen__run *r, uint32_t j)
+{
+    if (j + 1 >= r->nbuckets)
+        return r->base + r->span;
+    return bucket_lo(r, j + 1) - 1;
+}
+
+/* The bucket of a ranked run that value v (base <= v <= base + span) falls
+ * in: the last whose lowest value is <= v, by binary search. */
+static inline uint32_t ranked_bucket_of(const seen__run *r, uint64_t v)
+{
+    uint32_t lo = 0, hi = r->nbuckets - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (bucket_lo(r, mid) <= v)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
 /* Start bit and first item of bucket j (j may be nbuckets). */
 static inline void bucket_start(const seen__run *r, uint64_t sl_bits, uint64_t sl_items, uint32_t j,
                                 uint64_t *bit, uint64_t *item)
@@ -144,12 +218,22 @@ static inline void bucket_start(const seen__run *r, uint64_t sl_bits, uint64_t s
         return;
     }
     const uint8_t *idx = r->mem + (size_t)r->nsegs * sizeof(uint32_t);
-    unsigned wsum = r->w_bits + r->w_items;
-    uint64_t at = (uint64_t)(j - 1) * wsum;
+    uint64_t at = (uint64_t)(j - 1) * index_entry_bits(r);
     uint64_t fb = seen__read_bits(idx, at, r->w_bits);
     uint64_t fi = seen__read_bits(idx, at + r->w_bits, r->w_items);
     *bit = (uint64_t)((int64_t)on_line(sl_bits, j) + r->idx_min_bits + (int64_t)fb);
     *item = (uint64_t)((int64_t)on_line(sl_items, j) + r->idx_min_items + (int64_t)fi);
+}
+
+/* The tag of the run's item number `item`; per = tags_per_word(nsegs). */
+static inline int tag_at(const seen__run *r, uint32_t per, uint64_t item)
+{
+    if (r->nsegs <= 1)
+        return 0;
+    uint64_t wi = item / per;
+    const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+    uint64_t word = seen__load64le(tw + wi * 8) / ipow(r->nsegs, (uint32_t)(item - wi * per));
+    return (int)(word % r->nsegs);
 }
 
 /* Where the codes of the bucket starting at bit pos are: in r->mem, or in

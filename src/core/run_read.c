@@ -199,7 +199,7 @@ void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags)
         reader_init(&rd, codes, pos - org);
         unsigned used = 0;
         uint64_t left = end - pos;
-        uint64_t v = r->base + (uint64_t)j * r->bucket_w + reader_golomb(&rd, &g, &used);
+        uint64_t v = bucket_lo(r, j) + reader_golomb(&rd, &g, &used);
         left -= used;
         vals[k++] = v;
         while (left > 0) {
@@ -242,10 +242,9 @@ seen_err seen__run_validate(const seen__run *r)
     /* Any Golomb parameter decodes; the writer's choice is canonical, but
      * sets written with another (older) choice of it still load. */
     if (r->golomb_m == 0 || r->golomb_m > SEEN_MAX_GOLOMB_M ||
-        (r->nbuckets != canonical_nbuckets(r->n, false) &&
-         r->nbuckets != canonical_nbuckets(r->n, true)) ||
-        r->bucket_w != canonical_bucket_w(r->nbuckets, r->span) || r->w_bits > 62 ||
-        r->w_items > 40 ||
+        !nbuckets_allowed(r->n, r->nbuckets) ||
+        (r->bucket_w != canonical_bucket_w(r->nbuckets, r->span) && !run_ranked(r)) ||
+        r->w_bits > 62 || r->w_items > 40 || r->w_vals > 64 || (r->w_vals == 0) == run_ranked(r) ||
         (r->nbuckets == 1 && (r->w_bits | r->w_items | r->idx_min_bits | r->idx_min_items)))
         return CORRUPT;
     const int64_t lim = INT64_C(1) << 61;
@@ -274,8 +273,8 @@ seen_err seen__run_validate(const seen__run *r)
     /* Bucket starts: checked arithmetic, as the index is untrusted. */
     uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
     const uint8_t *idx = r->mem + (size_t)r->nsegs * sizeof(uint32_t);
-    unsigned wsum = r->w_bits + r->w_items;
-    uint64_t prev_bit = 0, prev_item = 0;
+    unsigned wsum = index_entry_bits(r);
+    uint64_t prev_bit = 0, prev_item = 0, prev_lo = 0;
     for (uint32_t j = 1; j <= r->nbuckets; j++) {
         uint64_t b, it;
         if (j == r->nbuckets) {
@@ -291,6 +290,11 @@ seen_err seen__run_validate(const seen__run *r)
                 return CORRUPT;
             b = (uint64_t)ob;
             it = (uint64_t)oi;
+            /* A ranked run's bucket lows rise strictly within the span. */
+            uint64_t lo = seen__read_bits(idx, at + r->w_bits + r->w_items, ranked_w_vals(r));
+            if (run_ranked(r) && (lo <= prev_lo || lo > r->span))
+                return CORRUPT;
+            prev_lo = lo;
         }
         if (b < prev_bit || b > r->code_bits || it < prev_item || it > r->n)
             return CORRUPT;
@@ -306,8 +310,11 @@ seen_err seen__run_validate(const seen__run *r)
         uint64_t pos, end, it0, it1;
         bucket_start(r, sl_bits, sl_items, j, &pos, &it0);
         bucket_start(r, sl_bits, sl_items, j + 1, &end, &it1);
-        uint64_t lo = r->base + (uint64_t)j * r->bucket_w; /* <= base+span: checked below */
-        if (j > 0 && (r->bucket_w == 0 || (uint64_t)j > r->span / r->bucket_w) && pos != end)
+        /* Within the span: checked above (ranked) or below (by value). */
+        uint64_t lo = run_ranked(r) ? bucket_lo(r, j) : r->base + (uint64_t)j * r->bucket_w;
+        uint64_t hi = run_ranked(r) ? bucket_hi(r, j) : UINT64_MAX;
+        if (!run_ranked(r) && j > 0 && (r->bucket_w == 0 || (uint64_t)j > r->span / r->bucket_w) &&
+            pos != end)
             return CORRUPT;
         bool first = true;
         uint64_t v = 0, in_bucket = 0, org = 0;
@@ -329,9 +336,9 @@ seen_err seen__run_validate(const seen__run *r)
             }
             if (v - r->base > r->span)
                 return CORRUPT;
-            if (r->nbuckets > 1 && (v - r->base) / r->bucket_w != j)
+            if (run_ranked(r) ? v > hi : r->nbuckets > 1 && (v - r->base) / r->bucket_w != j)
                 return CORRUPT;
-            if ((any && v <= last) || (!any && v != r->base))
+            if (any && v <= last)
                 return CORRUPT;
             last = v;
             any = true;
@@ -343,20 +350,37 @@ seen_err seen__run_validate(const seen__run *r)
         if (pos != end || in_bucket != it1 - it0)
             return CORRUPT;
     }
-    if (count != r->n || last != r->base + r->span)
+    if (count != r->n)
         return CORRUPT;
     return SEEN_OK;
 }
 
-/* The tag of the run's item number `item`; per = tags_per_word(nsegs). */
-static int tag_at(const seen__run *r, uint32_t per, uint64_t item)
+bool seen__run_ends_exact(const seen__run *r)
 {
-    if (r->nsegs <= 1)
-        return 0;
-    uint64_t wi = item / per;
-    const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
-    uint64_t word = seen__load64le(tw + wi * 8) / ipow(r->nsegs, (uint32_t)(item - wi * per));
-    return (int)(word % r->nsegs);
+    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
+    seen__golomb g;
+    seen__golomb_init(&g, r->golomb_m);
+    /* The first value: bucket 0's first code, if bucket 0 holds any. */
+    uint64_t pos, end, it0, it1, org;
+    bucket_start(r, sl_bits, sl_items, 1, &end, &it1);
+    if (it1 == 0)
+        return false;
+    const uint8_t *codes = bucket_codes(r, 0, &org);
+    pos = 0;
+    if (r->base + golomb_get(codes, &pos, &g) != r->base)
+        return false;
+    /* The last: decode the last bucket that holds any. */
+    uint32_t j = r->nbuckets;
+    do {
+        j--;
+        bucket_start(r, sl_bits, sl_items, j, &pos, &it0);
+    } while (it0 == r->n && j > 0);
+    codes = bucket_codes(r, pos, &org);
+    pos -= org;
+    uint64_t v = bucket_lo(r, j) + golomb_get(codes, &pos, &g);
+    for (uint64_t i = it0 + 1; i < r->n; i++)
+        v = v + 1 + golomb_get(codes, &pos, &g);
+    return v == r->base + r->span;
 }
 
 void seen__cursor_init(seen__cursor *cur, const seen__run *r)
@@ -377,6 +401,21 @@ void seen__cursor_expect(seen__cursor *cur, size_t n)
 {
     /* More candidates than buckets: nearly every bucket will be visited. */
     cur->pairs = n >= cur->r->nbuckets;
+}
+
+/* The bucket of v, base <= v <= base + span.  A ranked run searches its
+ * lows, starting from the bucket the cursor is in: candidates come sorted,
+ * so most fall in it or the next. */
+static inline uint32_t cursor_bucket_of(const seen__cursor *cur, uint64_t v)
+{
+    const seen__run *r = cur->r;
+    if (r->nbuckets <= 1)
+        return 0;
+    if (!run_ranked(r))
+        return (uint32_t)seen__div(&cur->bucket_div, v - r->base);
+    if (cur->started && v >= bucket_lo(r, cur->bucket) && v <= bucket_hi(r, cur->bucket))
+        return cur->bucket;
+    return ranked_bucket_of(r, v);
 }
 
 /* Where bucket j's codes are and how many items it holds. */
@@ -426,14 +465,14 @@ static bool cursor_fill(seen__cursor *cur, uint32_t j)
     if (na) {
         const uint8_t *codes = bucket_codes(r, pa, &org);
         reader_init(&ra, codes, pa - org);
-        xa = r->base + (uint64_t)j * r->bucket_w + reader_golomb(&ra, &g, &used);
+        xa = bucket_lo(r, j) + reader_golomb(&ra, &g, &used);
         cur->buf[0] = xa;
         k = 1;
     }
     if (two) {
         const uint8_t *codes = bucket_codes(r, pb, &org);
         reader_init(&rb, codes, pb - org);
-        xb = r->base + (uint64_t)(j + 1) * r->bucket_w + reader_golomb(&rb, &g, &used);
+        xb = bucket_lo(r, j + 1) + reader_golomb(&rb, &g, &used);
         cur->buf2[0] = xb;
         uint64_t i = 1;
         for (; i < nb && k < na; i++, k++) {
@@ -462,7 +501,7 @@ int seen__cursor_find(seen__cursor *cur, uint64_t v)
     const seen__run *r = cur->r;
     if (v < r->base || v - r->base > r->span)
         return -1;
-    uint32_t j = r->nbuckets > 1 ? (uint32_t)seen__div(&cur->bucket_div, v - r->base) : 0;
+    uint32_t j = cursor_bucket_of(cur, v);
     if (cur->started && j == cur->bucket && cur->nbuf != UINT32_MAX) {
         uint32_t k = cur->ibuf;
         while (k < cur->nbuf && cur->buf[k] < v)
@@ -492,7 +531,7 @@ int seen__cursor_find(seen__cursor *cur, uint64_t v)
         cur->codes = bucket_codes(r, cur->pos, &org);
         cur->pos -= org; /* positions from here on are within cur->codes */
         cur->end -= org;
-        cur->cur = r->base + (uint64_t)j * r->bucket_w + golomb_get(cur->codes, &cur->pos, &cur->g);
+        cur->cur = bucket_lo(r, j) + golomb_get(cur->codes, &cur->pos, &cur->g);
         cur->item = first_item;
         cur->have_cur = true;
     }
@@ -541,10 +580,12 @@ void seen__run_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t
         tags[i++] = -1;
     const bool tagged = r->nsegs > 1;
     while (i < n && vals[i] - r->base <= r->span) {
-        uint32_t j = r->nbuckets > 1 ? (uint32_t)seen__div(&cur.bucket_div, vals[i] - r->base) : 0;
+        uint32_t j = cursor_bucket_of(&cur, vals[i]);
         /* The candidates of bucket j: offsets from base up to `last`. */
         uint64_t last = r->span;
-        if (j + 1 < r->nbuckets) {
+        if (run_ranked(r)) {
+            last = bucket_hi(r, j) - r->base;
+        } else if (j + 1 < r->nbuckets) {
             unsigned __int128 end = (unsigned __int128)(j + 1) * r->bucket_w;
             if (end - 1 < last)
                 last = (uint64_t)(end - 1);
@@ -625,7 +666,9 @@ static void probe_start(probe *p, const seen__run *r, uint64_t v)
     if (v < r->base || v - r->base > r->span)
         return;
     /* One division: a reciprocal pays off only over many candidates. */
-    uint32_t j = r->nbuckets > 1 ? (uint32_t)((v - r->base) / r->bucket_w) : 0;
+    uint32_t j = r->nbuckets <= 1 ? 0
+                 : run_ranked(r)  ? ranked_bucket_of(r, v)
+                                  : (uint32_t)((v - r->base) / r->bucket_w);
     uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
     uint64_t pos, end, dummy;
     bucket_start(r, sl_bits, sl_items, j, &pos, &p->item);
@@ -637,7 +680,7 @@ static void probe_start(probe *p, const seen__run *r, uint64_t v)
     const uint8_t *codes = bucket_codes(r, pos, &org);
     reader_init(&p->rd, codes, pos - org);
     unsigned used;
-    p->x = r->base + (uint64_t)j * r->bucket_w + reader_golomb(&p->rd, &p->g, &used);
+    p->x = bucket_lo(r, j) + reader_golomb(&p->rd, &p->g, &used);
     p->left = end - pos - used;
     p->target = v;
     p->result = -2;

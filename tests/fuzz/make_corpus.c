@@ -152,6 +152,23 @@ int main(int argc, char **argv)
         save_set(load, sets[i].name, s);
         seen_free(s);
     }
+    {
+        /* Clustered integer ids and one far outlier: a run cut by rank,
+         * which only version 3 may hold. */
+        seen_policy p = {0, 1, 0, 0, SEEN_IDS_INT, 128};
+        rng rc = {11}; /* its own: the seeds after it stay as they were */
+        seen_set *s;
+        if (seen_create(&p, &s) != SEEN_OK)
+            return 1;
+        uint64_t ids[2001];
+        for (size_t i = 0; i < 2000; i++)
+            ids[i] = 2700000 + rng_below(&rc, 6000);
+        ids[2000] = UINT64_C(1) << 60;
+        if (seen_add_int(s, ids, 2001, NULL, t0, NULL) != SEEN_OK || seen_expire(s, t0) != SEEN_OK)
+            return 1;
+        save_set(load, "exact-int-clustered-ranked", s);
+        seen_free(s);
+    }
     for (int i = 0; i < 48; i++) {
         uint8_t prog[600];
         prog[0] = (uint8_t)(i * 37);

@@ -51,6 +51,7 @@ def test_restart_from_rdb(make_server):
     r.save()
     server.restart()
     assert workload.snapshot(server.client(), keys, now) == before
+    workload.check_clustered(server.client())
 
 
 def test_restart_from_aof(make_server):
@@ -65,6 +66,7 @@ def test_restart_from_aof(make_server):
     assert b"SEEN.ADD" not in text and b"SEEN.DEL\r" not in text
     server.restart()
     assert workload.snapshot(server.client(), keys, now) == before
+    workload.check_clustered(server.client())
 
 
 def test_restart_from_rewritten_aof_in_chunks(make_server):

@@ -53,7 +53,12 @@ def run(r, now, seed=1, prefix="w"):
     # An import ends with SEEN.COMPACT, as a migration would: otherwise the
     # server compacts it a second later, between two snapshots.
     r.execute_command("SEEN.COMPACT", k("timed"))
-    return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed")]
+    # Clustered integer ids and a far outlier: a run cut by rank (format 3).
+    r.execute_command("SEEN.RESERVE", k("clustered"), "IDS", "INT", "EXACT", "WINDOW", "0")
+    r.execute_command("SEEN.INSERT", k("clustered"), "BULK",
+                      bulk([str(5000000 + 2 * i) for i in range(20000)] + [str(1 << 60)]))
+    r.execute_command("SEEN.DEL", k("clustered"), 5000000 + 2 * 777, 5000000 + 2 * 15000)
+    return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed", "clustered")]
 
 
 def candidates(seed=1):
@@ -62,6 +67,8 @@ def candidates(seed=1):
     out += ["s%d" % i for i in range(60)] + ["cap%d" % i for i in range(0, 3000, 7)]
     out += ["e1", "e2", "e3", "i1", "i2", "i3", "late1", "nothing", "x" * 300]
     out += ["t%d %d" % (i, rng.randrange(1000)) for i in range(0, 4000, 13)] + ["t-a", "t-b"]
+    out += [str(5000000 + i) for i in range(0, 40010, 97)] + [str(1 << 60), "7"]
+    out += [str(5000000 + 2 * 777), str(5000000 + 2 * 15000)]
     return out
 
 
@@ -80,3 +87,14 @@ def snapshot(r, keys, q, seed=1):
                                        bulk(cs)))
     snap["*"] = r.execute_command("DEBUG", "DIGEST")
     return snap
+
+
+def check_clustered(r, prefix="w"):
+    """The clustered-ids key answers exactly (what it holds, what it lost)."""
+    key = "%s:clustered" % prefix
+    held = [5000000, 5000002, 5000000 + 2 * 19999, 1 << 60]
+    absent = [5000001, 5000000 + 2 * 777, 5000000 + 2 * 15000, 5000000 + 2 * 20000, 7]
+    flags = r.execute_command("SEEN.MFILTER", 1, key, "REPLY", "FLAGS", "ITEMS",
+                              *[str(x) for x in held + absent])
+    assert flags == b"1" * len(held) + b"0" * len(absent)
+    assert r.execute_command("SEEN.COUNT", key) == 20001 - 2

@@ -4,7 +4,7 @@
  * batch lookups) across value distributions and tag alphabets, and the
  * candidate sort.  Randomised with printed seeds.
  */
-#include "internal.h"
+#include "run_layout.h"
 #include "testutil.h"
 
 #include <setjmp.h>
@@ -70,6 +70,9 @@ static size_t make_values(rng *r, int shape, size_t n, uint64_t *v)
         case 3:
             v[i] = (rng_below(r, 4) << 60) + rng_below(r, 1000);
             break; /* clusters */
+        case 5:
+            v[i] = 5000000 + rng_below(r, n * 2 + 1);
+            break; /* clustered ids (and a far outlier, below) */
         default:
             v[i] = rng_next(r) >> 27;
             break; /* fingerprints */
@@ -79,6 +82,8 @@ static size_t make_values(rng *r, int shape, size_t n, uint64_t *v)
         v[0] = 0;
         if (shape == 0)
             v[1] = UINT64_MAX;
+        if (shape == 5)
+            v[1] = UINT64_C(1) << 60;
     }
     qsort(v, n, sizeof *v, cmp_u64);
     size_t u = 0;
@@ -121,6 +126,24 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs)
     seen__run_decode(&run, dv, dt);
     assert_memory_equal(dv, v, n * sizeof *v);
     assert_memory_equal(dt, t, n * sizeof *t);
+    /* Buckets stay bounded whatever the values: cut by value where that
+     * spreads them, by rank where it would not. */
+    {
+        uint64_t share = (n + run.nbuckets - 1) / run.nbuckets, most = 0;
+        uint64_t sl_bits = slope(run.code_bits, run.nbuckets),
+                 sl_items = slope(run.n, run.nbuckets);
+        for (uint32_t j = 0; j < run.nbuckets; j++) {
+            uint64_t b0, i0, b1, i1;
+            bucket_start(&run, sl_bits, sl_items, j, &b0, &i0);
+            bucket_start(&run, sl_bits, sl_items, j + 1, &b1, &i1);
+            most = i1 - i0 > most ? i1 - i0 : most;
+        }
+        assert_true(most <= SEEN_RANKED_SKEW * share);
+        if (shape == 5 && run.nbuckets > SEEN_RANKED_SKEW)
+            assert_true(run_ranked(&run));
+        if (shape == 4 || shape == 0)
+            assert_false(run_ranked(&run));
+    }
 
     /* Cursor: every present value with its tag, interleaved with absent
      * ones, in increasing order. */
@@ -176,6 +199,55 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs)
         if (v[i] != UINT64_MAX)
             assert_int_equal(tags[1], next_present ? t[i + 1] : -1);
     }
+    /* Deleting a few values in place keeps the layout (a ranked run its
+     * bucket lows, any run its base and span, even when its first or last
+     * value goes) and every other value. */
+    if (n > 4) {
+        uint64_t gone[5];
+        size_t k = 0;
+        bool ends = rng_below(r, 2) == 0;
+        if (ends)
+            gone[k++] = v[0];
+        for (size_t tries = 0; tries < 3; tries++) {
+            size_t i = 1 + rng_below(r, n - 2);
+            if (k == 0 || gone[k - 1] < v[i])
+                gone[k++] = v[i];
+        }
+        if (ends)
+            gone[k++] = v[n - 1];
+        uint64_t per_tag[64] = {0};
+        size_t removed = 0;
+        bool applies = false;
+        seen__run edited;
+        assert_int_equal(seen__run_without(&edited, &run, gone, k, per_tag, &removed, &applies),
+                         SEEN_OK);
+        if (applies && removed > 0) {
+            assert_int_equal(removed, k);
+            assert_int_equal(seen__run_validate(&edited), SEEN_OK);
+            assert_true(run_ranked(&edited) == run_ranked(&run));
+            assert_true(edited.base == run.base && edited.span == run.span);
+            assert_true(seen__run_ends_exact(&edited) == !ends);
+            seen__run_decode(&edited, dv, dt);
+            size_t at = 0, gi = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (gi < k && gone[gi] == v[i]) {
+                    gi++;
+                    continue;
+                }
+                assert_true(dv[at] == v[i]);
+                assert_int_equal(dt[at], t[i]);
+                at++;
+            }
+            assert_int_equal(at, n - k);
+            for (size_t g = 0; g < k; g++) {
+                const seen__run *one[1] = {&edited};
+                int tag;
+                seen__run_lookup_many(one, &gone[g], 1, &tag);
+                assert_int_equal(tag, -1);
+            }
+            seen__run_release(&edited);
+        }
+    }
     /* A split run is split only where two blocks cost less than one. */
     bool split = run.tail != NULL;
     if (split) {
@@ -228,10 +300,17 @@ static void test_runs(void **state)
 {
     (void)state;
     rng r = {test_seed("runs", 2)};
+    /* The table of digits per tag word agrees with counting them. */
+    for (uint32_t k = 2; k <= 4096; k++) {
+        uint64_t full;
+        uint32_t g = tags_per_word(k, &full);
+        assert_int_equal(tags_per_word(k, NULL), g);
+        assert_true(full > UINT64_MAX / k && ipow(k, g) == full);
+    }
     alloc_install_classes(); /* large runs are split only where blocks round */
     size_t sizes[] = {1, 2, 3, 17, 255, 256, 257, 511, 512, 1000, 5000, 40000};
     uint32_t segs[] = {1, 2, 3, 5, 64};
-    for (int shape = 0; shape < 5; shape++)
+    for (int shape = 0; shape < 6; shape++)
         for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
             check_run(&r, shape, sizes[i], segs[(shape + i) % 5]);
     /* Large runs at many sizes put the cut between two blocks at many
