@@ -417,8 +417,7 @@ static seen_err run_assemble(seen__run *r, const uint64_t *offs, const uint64_t 
     r->idx_min_items = imin;
     r->w_bits = (uint8_t)seen__bitlen((uint64_t)(bmax - bmin));
     r->w_items = (uint8_t)seen__bitlen((uint64_t)(imax - imin));
-    /* Lows rise, so the last is the widest (the run's top value is never a
-     * low: a bucket holds more than one value). */
+    /* Lows rise, so the last is the widest. */
     r->w_vals = lows ? (uint8_t)seen__bitlen(lows[r->nbuckets - 1] - r->base) : 0;
 
     r->mem = seen__calloc(1, seen__run_mem_size(r));
@@ -496,6 +495,75 @@ static bool value_cut_skewed(const uint64_t *vals, size_t n, const seen__run *r,
     return false;
 }
 
+/* Where a run cut by rank starts its buckets, and its Golomb parameter.
+ * A bucket starts every 1/nbuckets of the values, and also at any gap so
+ * large that coding it would cost more than a bucket does: 2^8 times the
+ * median gap and more, the largest of them while the run may have that many
+ * buckets (nbuckets_allowed).  Such gaps are where clustered ids jump (to
+ * the next cluster, to an outlier); a bucket's first value costs nothing to
+ * reach, as its low is in the index.  The gaps left inside buckets choose a
+ * Rice parameter m = 2^k, the k that codes them in the fewest bits, instead
+ * of the parameter for values spread over the span that an outlier would
+ * make ~40 bits wide.  cuts (nbuckets + 1 entries) is allocated here. */
+static seen_err rank_cut(const uint64_t *vals, size_t n, seen__run *r, uint64_t **cuts_out)
+{
+    uint32_t nb0 = r->nbuckets;
+    uint64_t count[65] = {0};
+    for (size_t i = 1; i < n; i++)
+        count[seen__bitlen(vals[i] - vals[i - 1] - 1)]++;
+    uint64_t seen_gaps = 0;
+    unsigned median = 0;
+    while (median < 64 && (seen_gaps += count[median]) <= (n - 1) / 2)
+        median++;
+    uint64_t budget = canonical_nbuckets(2 * (uint64_t)n, true) - nb0;
+    unsigned wide = median + 8; /* gaps of more bits than this start a bucket */
+    uint64_t above = 0;
+    for (unsigned b = wide + 1; b <= 64; b++)
+        above += count[b];
+    while (above > budget && wide < 64)
+        above -= count[++wide];
+    uint64_t *cuts = seen__malloc(((size_t)nb0 + (size_t)above + 1) * sizeof *cuts);
+    if (cuts == NULL)
+        return SEEN_ERR_NOMEM;
+    uint64_t sl = slope(n, nb0);
+    uint32_t nb = 0, j = 1;
+    cuts[nb++] = 0;
+    uint64_t in_count[65] = {0};
+    unsigned __int128 in_sum[65] = {0};
+    for (size_t i = 1; i < n; i++) {
+        uint64_t gap = vals[i] - vals[i - 1] - 1;
+        bool on_line_cut = j < nb0 && i == on_line(sl, j);
+        j += on_line_cut;
+        if (on_line_cut || seen__bitlen(gap) > wide) {
+            cuts[nb++] = i;
+        } else {
+            in_count[seen__bitlen(gap)]++;
+            in_sum[seen__bitlen(gap)] += gap;
+        }
+    }
+    cuts[nb] = n;
+    /* Bits of the gaps inside buckets with m = 2^k: sum of (gap >> k) +
+     * 1 + k each, estimated per bit length (exact to a bit per gap). */
+    uint64_t inside = 0;
+    for (unsigned b = 0; b <= 64; b++)
+        inside += in_count[b];
+    unsigned best_k = 0;
+    unsigned __int128 best = 0;
+    for (unsigned k = 0; k < 62; k++) {
+        unsigned __int128 bits = (unsigned __int128)inside * (1 + k);
+        for (unsigned b = k + 1; b <= 64; b++)
+            bits += in_sum[b] >> k;
+        if (k == 0 || bits < best) {
+            best = bits;
+            best_k = k;
+        }
+    }
+    r->nbuckets = nb;
+    r->golomb_m = UINT64_C(1) << best_k;
+    *cuts_out = cuts;
+    return SEEN_OK;
+}
+
 seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
                           size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine)
 {
@@ -512,20 +580,25 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
     r.bucket_w = canonical_bucket_w(r.nbuckets, r.span);
     r.nsegs = nsegs;
 
-    seen__golomb g;
-    seen__golomb_init(&g, r.golomb_m);
-    seen__divider mdiv, bdiv;
-    seen__divider_init(&mdiv, r.golomb_m);
+    seen__divider bdiv;
     seen__divider_init(&bdiv, r.bucket_w);
     const bool ranked = r.nbuckets > 1 && value_cut_skewed(vals, n, &r, &bdiv);
-    uint64_t sl_items = slope(n, r.nbuckets);
-    if (ranked)
+    uint64_t *cuts = NULL;
+    if (ranked) {
         r.bucket_w = 0;
+        if (rank_cut(vals, n, &r, &cuts) != SEEN_OK)
+            return SEEN_ERR_NOMEM;
+    }
+    seen__golomb g;
+    seen__golomb_init(&g, r.golomb_m);
+    seen__divider mdiv;
+    seen__divider_init(&mdiv, r.golomb_m);
     uint64_t *offs = seen__malloc(((size_t)r.nbuckets + 1) * (ranked ? 3 : 2) * sizeof *offs);
     acc_writer w = {0};
     /* A code takes about b + 1.5 bits; reserve generously, grow rarely. */
     uint64_t est = (uint64_t)n * (g.b + 3) + 128;
     if (offs == NULL || !aw_reserve(&w, est)) {
+        seen__free(cuts);
         seen__free(offs);
         seen__free(w.buf);
         return SEEN_ERR_NOMEM;
@@ -540,8 +613,7 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
     firsts[0] = 0;
     if (ranked)
         lows[0] = r.base;
-    /* A ranked run's bucket j starts at item on_line(sl_items, j). */
-    uint64_t next_first = ranked ? on_line(sl_items, 1) : 0;
+    uint64_t next_first = ranked ? cuts[1] : 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t v = vals[i];
         if (ranked) {
@@ -550,7 +622,7 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
                 offs[cur_bucket] = aw_bits(&w);
                 firsts[cur_bucket] = i;
                 lows[cur_bucket] = lo = v;
-                next_first = on_line(sl_items, cur_bucket + 1);
+                next_first = cuts[cur_bucket + 1];
                 first = true;
             }
         } else {
@@ -566,6 +638,7 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
         uint64_t gap = first ? v - lo : v - prev - 1;
         uint64_t q = g.m > 1 ? seen__div(&mdiv, gap) : gap;
         if (w.byte + (q + 130) / 8 + 16 > w.cap && !aw_reserve(&w, q + 130)) {
+            seen__free(cuts);
             seen__free(offs);
             seen__free(w.buf);
             return SEEN_ERR_NOMEM;
@@ -574,6 +647,7 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
         prev = v;
         first = false;
     }
+    seen__free(cuts);
     while (cur_bucket < r.nbuckets) {
         cur_bucket++;
         offs[cur_bucket] = aw_bits(&w);

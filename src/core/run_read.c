@@ -316,6 +316,10 @@ seen_err seen__run_validate(const seen__run *r)
         if (!run_ranked(r) && j > 0 && (r->bucket_w == 0 || (uint64_t)j > r->span / r->bucket_w) &&
             pos != end)
             return CORRUPT;
+        /* A run held in two blocks is cut at a bucket start: no bucket
+         * may run from one block into the other. */
+        if (r->tail != NULL && pos < r->tail_bit && end > r->tail_bit)
+            return CORRUPT;
         bool first = true;
         uint64_t v = 0, in_bucket = 0, org = 0;
         const uint8_t *codes = pos < end ? bucket_codes(r, pos, &org) : NULL;
