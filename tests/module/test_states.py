@@ -128,6 +128,17 @@ def write_everything(server, tmp_path):
         c.execute_command("SEEN.INSERT", name, "BULK", batch)
         w.expect(name, ["b99999"])
 
+    # Clustered integer ids, a second cluster and a far outlier (a run cut by
+    # rank, format version 3), then deletes of its smallest and largest ids
+    # and one in the middle (edits that keep the run's base and span).
+    ids = [5_000_000 + i for i in range(30000)] + [9_000_000 + 3 * i for i in range(500)]
+    ids.append(1 << 60)
+    c.execute_command("SEEN.RESERVE", "clustered", "WINDOW", "0", "EXACT", "IDS", "INT")
+    c.execute_command("SEEN.INSERT", "clustered", "BULK", "\n".join(map(str, ids)))
+    gone = [ids[0], ids[-1], ids[12345]]
+    c.execute_command("SEEN.DEL", "clustered", *gone)
+    w.expect("clustered", [i for i in ids if i not in gone])
+
     # Removes from large keys.
     c.execute_command("SEEN.REMOVE", "imp:time", "ITEMS", *w.keys["imp:time"][0][:50])
     w.keys["imp:time"] = (w.keys["imp:time"][0][50:], w.keys["imp:time"][1])
