@@ -49,8 +49,9 @@ static void fill_ids(batch *b, fuzz_input *in, rng *r, size_t n, uint64_t *fresh
         case 2: /* wide */
             b->ids[i] = rng_next(r);
             break;
-        case 3: /* clustered integers */
-            b->ids[i] = 2700000 + base + rng_below(r, 400);
+        case 3: /* clustered integers, now and then a far outlier (runs of
+                   an exact set are then cut by rank) */
+            b->ids[i] = rng_below(r, 256) == 0 ? rng_next(r) : 2700000 + base + rng_below(r, 400);
             break;
         default: /* the same n - 1 ids each time, and one new */
             b->ids[i] = i + 1 < n ? i + 1 : 1000000 + (*fresh)++;

@@ -106,6 +106,20 @@ static void write_batch_programs(const char *root)
     write_file(dir, "capacity-huge-batch", prog, n);
     prog[0] = 3 + (3 << 3);
     write_file(dir, "capacity-huge-batch-window", prog, n);
+    /* An exact INT set, no window: four clusters of ids with far outliers
+     * (its run is cut by rank), then removes from each cluster and more
+     * adds, so deletes and merges edit a rank-cut run. */
+    n = 0;
+    prog[n++] = 0, prog[n++] = 0, prog[n++] = 24;
+    for (int k = 0; k < 4; k++)
+        prog[n++] = 0x80, prog[n++] = 100, prog[n++] = 3, prog[n++] = (uint8_t)(k * 3),
+        prog[n++] = 0;
+    for (int k = 0; k < 4; k++)
+        prog[n++] = 0x83, prog[n++] = 2, prog[n++] = 3, prog[n++] = (uint8_t)(k * 3);
+    for (int k = 0; k < 3; k++)
+        prog[n++] = 0x81, prog[n++] = 40, prog[n++] = 3, prog[n++] = (uint8_t)(k * 5),
+        prog[n++] = 0;
+    write_file(dir, "exact-int-clustered-outliers", prog, n);
 }
 
 int main(int argc, char **argv)
