@@ -144,6 +144,71 @@ static seen_err stream_from_head(const seen_set *s, const next_state *ns, head_p
 }
 
 /*
+ * The common flush, done in place: the head's items into the one run that
+ * takes them, when that run has the output's divisor and one live segment,
+ * every head entry consumed is alive and of that segment, and nothing is
+ * removed.  The head's values go into the buckets they fall in
+ * (seen__run_with) and the rest of the run is copied; values the run holds
+ * already (or the head twice) collapse as in the general merge.  *done is
+ * false when this does not apply; then nothing has changed.
+ */
+static seen_err merge_in_place(const seen_set *s, next_state *ns, const seen__run *r,
+                               head_part with_head, uint64_t c_out, seen__run *out, bool *done)
+{
+    *done = false;
+    if (r->c != c_out || r->nsegs != 1 || ns->seg_map != NULL || ns->hn == 0)
+        return SEEN_OK;
+    int32_t at = seg_find(ns->segs, ns->nsegs, seen__run_segs(r)[0]);
+    if (at < 0 || !seg_alive(s, &ns->segs[at], ns->origin, ns->clock))
+        return SEEN_OK;
+    uint64_t *in_count = seen__calloc(ns->nsegs, sizeof *in_count);
+    if (in_count == NULL)
+        return SEEN_ERR_NOMEM;
+    stream hs;
+    seen_err err = stream_from_head(s, ns, with_head, c_out, NULL, 0, &hs, in_count);
+    uint64_t *fresh = NULL;
+    if (err != SEEN_OK)
+        goto done;
+    /* Every entry consumed must be alive and of the run's segment. */
+    uint64_t consumed = 0;
+    for (uint32_t k = 0; k < ns->nsegs; k++)
+        consumed += in_count[k];
+    if (hs.n == 0 || consumed != hs.n || in_count[at] != hs.n)
+        goto done;
+    fresh = seen__malloc(hs.n * sizeof *fresh);
+    if (fresh == NULL) {
+        err = SEEN_ERR_NOMEM;
+        goto done;
+    }
+    size_t k = 0;
+    uint64_t collapsed = 0;
+    for (size_t i = 0; i < hs.n; i++) {
+        if (i > 0 && hs.v[i] == hs.v[i - 1])
+            collapsed++;
+        else
+            fresh[k++] = hs.v[i];
+    }
+    bool applies = false;
+    size_t held = 0;
+    err = seen__run_with(out, r, fresh, k, &held, &applies);
+    if (err != SEEN_OK || !applies)
+        goto done;
+    collapsed += held;
+    /* The counts the general merge would leave. */
+    seen__segment *g = &ns->segs[at];
+    g->phys = g->phys + out->n - (r->n + hs.n);
+    g->shadow -= collapsed < g->shadow ? collapsed : g->shadow;
+    if (g->shadow > g->phys)
+        g->shadow = g->phys;
+    *done = true;
+done:
+    stream_free(&hs);
+    seen__free(fresh);
+    seen__free(in_count);
+    return err;
+}
+
+/*
  * Build one run holding the live items of `inputs` (runs whose divisors
  * divide c_out) and of the chosen part of the head, minus keys in rm.
  * Equal values keep their newest segment; the copy dropped was an older
@@ -164,6 +229,12 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
     *empty = false;
     if (ninputs > SEEN_MAX_RUNS)
         return SEEN_ERR_ARG;
+    if (ninputs == 1 && with_head != HEAD_NONE && nrm == 0) {
+        bool done = false;
+        err = merge_in_place(s, ns, inputs[0], with_head, c_out, out, &done);
+        if (err != SEEN_OK || done)
+            return err;
+    }
     stream *st = seen__calloc(ninputs + 1, sizeof *st);
     /* Per table segment: entries consumed, produced, and dropped as the
      * older of two equal values. */

@@ -198,8 +198,10 @@ static inline void aw_put(acc_writer *w, uint64_t v, unsigned n)
  * past them, as codes are).  Once the writer is at a byte boundary, whole
  * words are shifted into place, or copied when the two line up: copying a
  * large run's untouched buckets costs a memcpy, not a step per 56 bits. */
-static void aw_copy(acc_writer *w, const uint8_t *src, uint64_t from, uint64_t nbits)
+static bool aw_copy(acc_writer *w, const uint8_t *src, uint64_t from, uint64_t nbits)
 {
+    if (!aw_reserve(w, nbits + 64))
+        return false;
     if (nbits >= 128 && w->nacc != 0) {
         unsigned lead = 8 - w->nacc;
         aw_put(w, seen__read_bits(src, from, lead), lead);
@@ -227,6 +229,7 @@ static void aw_copy(acc_writer *w, const uint8_t *src, uint64_t from, uint64_t n
         from += take;
         nbits -= take;
     }
+    return true;
 }
 
 static inline void golomb_put(acc_writer *w, const seen__golomb *g, const seen__divider *mdiv,
@@ -663,6 +666,52 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
     return SEEN_OK;
 }
 
+/* Where an edited run's buckets start: the old run's (offs, firsts), the
+ * new one's (noffs, nfirsts), nbuckets + 1 each, and a run cut by rank's
+ * lows, which edits keep.  One allocation. */
+typedef struct edit_frame {
+    uint64_t *offs, *firsts, *noffs, *nfirsts, *lows;
+} edit_frame;
+
+static bool edit_frame_init(edit_frame *f, const seen__run *r)
+{
+    size_t nb = (size_t)r->nbuckets + 1;
+    f->offs = seen__malloc(nb * (run_ranked(r) ? 5 : 4) * sizeof *f->offs);
+    if (f->offs == NULL)
+        return false;
+    f->firsts = f->offs + nb;
+    f->noffs = f->firsts + nb;
+    f->nfirsts = f->noffs + nb;
+    f->lows = run_ranked(r) ? f->nfirsts + nb : NULL;
+    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
+    for (uint32_t j = 0; j <= r->nbuckets; j++) {
+        bucket_start(r, sl_bits, sl_items, j, &f->offs[j], &f->firsts[j]);
+        if (f->lows && j < r->nbuckets)
+            f->lows[j] = bucket_lo(r, j);
+    }
+    return true;
+}
+
+/* Copy bucket j, and the buckets after it in the same block that no value
+ * of vals[vi..k) falls in, as they are, their first items moved by
+ * `shift`.  Returns the last bucket copied, or UINT32_MAX out of memory. */
+static uint32_t copy_untouched(acc_writer *w, const seen__run *r, const edit_frame *f, uint32_t j,
+                               const uint64_t *vals, size_t vi, size_t k, int64_t shift)
+{
+    uint32_t e = j + 1;
+    while (e < r->nbuckets && (vi == k || vals[vi] > bucket_hi(r, e)) &&
+           (r->tail == NULL || (f->offs[e] >= r->tail_bit) == (f->offs[j] >= r->tail_bit))) {
+        f->nfirsts[e] = (uint64_t)((int64_t)f->firsts[e] + shift);
+        f->noffs[e] = f->noffs[j] + (f->offs[e] - f->offs[j]);
+        e++;
+    }
+    uint64_t org;
+    const uint8_t *codes = bucket_codes(r, f->offs[j], &org);
+    if (!aw_copy(w, codes, f->offs[j] - org, f->offs[e] - f->offs[j]))
+        return UINT32_MAX;
+    return e - 1;
+}
+
 /*
  * Removing a few values from a large run.  Only the buckets holding them
  * are decoded and encoded again; every other bucket's codes are copied
@@ -731,9 +780,7 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
     seen__golomb_init(&g, r->golomb_m);
     seen__divider mdiv;
     seen__divider_init(&mdiv, r->golomb_m);
-    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
-    const bool ranked = run_ranked(r);
-    uint64_t *offs = seen__malloc(((size_t)r->nbuckets + 1) * (ranked ? 5 : 4) * sizeof *offs);
+    edit_frame f = {0};
     /* The run positions of the values that go, in increasing order. */
     uint64_t *gone_at = seen__malloc((k ? k : 1) * sizeof *gone_at);
     uint8_t *drop = NULL; /* per value of the bucket being edited */
@@ -743,18 +790,12 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
     uint64_t *bucket = NULL;
     acc_writer w = {0};
     seen_err err = SEEN_ERR_NOMEM;
-    if (offs == NULL || gone_at == NULL)
-        goto done;
-    uint64_t *firsts = offs + r->nbuckets + 1, *noffs = firsts + r->nbuckets + 1,
-             *nfirsts = noffs + r->nbuckets + 1;
     /* A ranked run keeps its buckets' lowest values: a bucket that loses
      * its first value codes the next one from the same low. */
-    uint64_t *lows = ranked ? nfirsts + r->nbuckets + 1 : NULL;
-    for (uint32_t j = 0; j <= r->nbuckets; j++) {
-        bucket_start(r, sl_bits, sl_items, j, &offs[j], &firsts[j]);
-        if (lows && j < r->nbuckets)
-            lows[j] = bucket_lo(r, j);
-    }
+    if (gone_at == NULL || !edit_frame_init(&f, r))
+        goto done;
+    uint64_t *offs = f.offs, *firsts = f.firsts, *noffs = f.noffs, *nfirsts = f.nfirsts,
+             *lows = f.lows;
     size_t bucket_cap = 0;
     if (!aw_reserve(&w, r->code_bits + 64))
         goto done;
@@ -770,17 +811,9 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
         const uint8_t *codes = bucket_codes(r, offs[j], &org);
         size_t cnt = (size_t)(firsts[j + 1] - firsts[j]);
         if (vi == k || vals[vi] > top || cnt == 0) {
-            /* Untouched: its bits as they are (with the untouched buckets
-             * after it in the same block). */
-            uint32_t e = j + 1;
-            while (e < r->nbuckets && (vi == k || vals[vi] > bucket_hi(r, e)) &&
-                   (r->tail == NULL || (offs[e] >= r->tail_bit) == (offs[j] >= r->tail_bit))) {
-                nfirsts[e] = firsts[e] - gone;
-                noffs[e] = noffs[j] + (offs[e] - offs[j]);
-                e++;
-            }
-            aw_copy(&w, codes, offs[j] - org, offs[e] - offs[j]);
-            j = e - 1;
+            /* Untouched: its bits as they are. */
+            if ((j = copy_untouched(&w, r, &f, j, vals, vi, k, -(int64_t)gone)) == UINT32_MAX)
+                goto done;
             continue;
         }
         if (cnt > bucket_cap) {
@@ -892,12 +925,127 @@ fail:
     err = SEEN_ERR_NOMEM;
     memset(removed_per_tag, 0, r->nsegs * sizeof *removed_per_tag);
 done:
-    seen__free(offs);
+    seen__free(f.offs);
     seen__free(gone_at);
     seen__free(drop);
     seen__free(skip);
     seen__free(tags);
     seen__free(words);
+    seen__free(bucket);
+    seen__free(w.buf);
+    return err;
+}
+
+/*
+ * Adding values to a run of one segment: the counterpart of
+ * seen__run_without for the flush of the head into the run that takes it.
+ * Only the buckets the new values fall in are decoded and coded again; the
+ * rest is copied, and base, span, Golomb parameter and bucket count stay.
+ * A 20-item page into a run of thousands then re-codes a few buckets, not
+ * the run.
+ */
+/* Unary parts longer than this make seen__run_with give way to a rebuild. */
+#define SEEN_WITH_MAX_QUOTIENT 1024u
+
+seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
+                        size_t *held, bool *applies)
+{
+    *applies = false;
+    *held = 0;
+    /* Buckets grow as values come in: a large run (fine buckets, probed by
+     * every add) is rebuilt once they average twice its canonical ones. */
+    uint64_t n2 = (uint64_t)r->n + k;
+    if (r->nsegs != 1 || k == 0 || vals[0] < r->base || vals[k - 1] - r->base > r->span ||
+        n2 > UINT32_MAX || !nbuckets_allowed(n2, r->nbuckets) ||
+        (n2 >= SEEN_LARGE_RUN && n2 > (uint64_t)r->nbuckets * (SEEN_BUCKET_ITEMS / 2)))
+        return SEEN_OK;
+    seen__golomb g;
+    seen__golomb_init(&g, r->golomb_m);
+    seen__divider mdiv;
+    seen__divider_init(&mdiv, r->golomb_m);
+    edit_frame f = {0};
+    uint64_t *bucket = NULL;
+    acc_writer w = {0};
+    seen_err err = SEEN_ERR_NOMEM;
+    if (!edit_frame_init(&f, r))
+        goto done;
+    uint64_t *offs = f.offs, *firsts = f.firsts, *noffs = f.noffs, *nfirsts = f.nfirsts,
+             *lows = f.lows;
+    /* New codes take about as many bits each as the old ones do. */
+    uint64_t per = r->code_bits / r->n + 1;
+    if (!aw_reserve(&w, r->code_bits + (uint64_t)k * (per + g.b + 2) + 64))
+        goto done;
+    size_t vi = 0, added = 0, cap = 0;
+    for (uint32_t j = 0; j < r->nbuckets; j++) {
+        noffs[j] = aw_bits(&w);
+        nfirsts[j] = firsts[j] + added;
+        uint64_t lo = bucket_lo(r, j), top = bucket_hi(r, j);
+        uint64_t org;
+        const uint8_t *codes = bucket_codes(r, offs[j], &org);
+        if (vi == k || vals[vi] > top) {
+            if ((j = copy_untouched(&w, r, &f, j, vals, vi, k, (int64_t)added)) == UINT32_MAX)
+                goto done;
+            continue;
+        }
+        size_t cnt = (size_t)(firsts[j + 1] - firsts[j]), vend = vi;
+        while (vend < k && vals[vend] <= top)
+            vend++;
+        if (cnt + (vend - vi) > cap) {
+            seen__free(bucket);
+            cap = cnt + (vend - vi);
+            bucket = seen__malloc(cap * sizeof *bucket);
+            if (bucket == NULL)
+                goto done;
+        }
+        /* The bucket's values and the new ones, merged; a value it holds
+         * already is counted, not added. */
+        uint64_t pos = offs[j] - org, v = lo;
+        size_t m = 0;
+        for (size_t i = 0; i < cnt; i++) {
+            v = (i == 0 ? lo : v + 1) + golomb_get(codes, &pos, &g);
+            while (vi < vend && vals[vi] < v)
+                bucket[m++] = vals[vi++];
+            if (vi < vend && vals[vi] == v) {
+                (*held)++;
+                vi++;
+            }
+            bucket[m++] = v;
+        }
+        while (vi < vend)
+            bucket[m++] = vals[vi++];
+        added += m - cnt;
+        for (size_t i = 0; i < m; i++) {
+            uint64_t gap = i == 0 ? bucket[i] - lo : bucket[i] - bucket[i - 1] - 1;
+            uint64_t q = g.m > 1 ? seen__div(&mdiv, gap) : gap;
+            if (q > SEEN_WITH_MAX_QUOTIENT) {
+                /* A gap far wider than the parameter was chosen for (a
+                 * value between two clusters of a run cut by rank): a
+                 * rebuild cuts a bucket there instead. */
+                err = SEEN_OK;
+                goto done;
+            }
+            if (w.byte + (q + 130) / 8 + 16 > w.cap && !aw_reserve(&w, q + 130))
+                goto done;
+            golomb_put(&w, &g, &mdiv, gap);
+        }
+    }
+    noffs[r->nbuckets] = aw_bits(&w);
+    nfirsts[r->nbuckets] = r->n + added;
+    seen__run nr = *r;
+    nr.mem = NULL;
+    nr.tail = NULL;
+    nr.tail_bit = 0;
+    nr.n = (uint32_t)(r->n + added);
+    nr.code_bits = noffs[r->nbuckets];
+    err = nr.code_bits > SEEN_MAX_CODE_BITS
+              ? SEEN_OK
+              : run_assemble(&nr, noffs, nfirsts, lows, seen__run_segs(r), NULL, NULL, w.buf);
+    if (err != SEEN_OK || nr.mem == NULL)
+        goto done;
+    *out = nr;
+    *applies = true;
+done:
+    seen__free(f.offs);
     seen__free(bucket);
     seen__free(w.buf);
     return err;

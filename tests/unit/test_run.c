@@ -93,6 +93,10 @@ static size_t make_values(rng *r, int shape, size_t n, uint64_t *v)
     return u;
 }
 
+/* In-place adds that applied, over all runs checked (reported, and must
+ * not be none). */
+static int in_place_adds;
+
 /* Encodes, decodes, looks up, clones and corrupts one run; true if the run
  * was stored in two blocks. */
 static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs)
@@ -252,6 +256,55 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs)
             seen__run_release(&edited);
         }
     }
+    /* Adding values in place (runs of one segment): new ones within the
+     * span, one the run holds already; every value decodes, in order. */
+    if (nsegs == 1 && n > 4 && v[n - 1] - v[0] > 2 * n) {
+        uint64_t add[9];
+        size_t k = 0;
+        for (int tries = 0; tries < 8; tries++) {
+            uint64_t x = v[0] + 1 + rng_below(r, v[n - 1] - v[0] - 1);
+            size_t at = 0;
+            while (at < k && add[at] < x)
+                at++;
+            if (at < k && add[at] == x)
+                continue;
+            memmove(add + at + 1, add + at, (k - at) * sizeof *add);
+            add[at] = x;
+            k++;
+        }
+        size_t held = 0, want_held = 0;
+        bool applies = false;
+        seen__run grown;
+        assert_int_equal(seen__run_with(&grown, &run, add, k, &held, &applies), SEEN_OK);
+        if (applies) {
+            in_place_adds++;
+            assert_int_equal(seen__run_validate(&grown), SEEN_OK);
+            assert_true(grown.base == run.base && grown.span == run.span);
+            uint64_t *all = malloc((n + k) * sizeof *all);
+            size_t m = 0, i = 0, a = 0;
+            while (i < n || a < k) {
+                if (a == k || (i < n && v[i] < add[a]))
+                    all[m++] = v[i++];
+                else if (i == n || add[a] < v[i])
+                    all[m++] = add[a++];
+                else {
+                    all[m++] = v[i++];
+                    a++;
+                    want_held++;
+                }
+            }
+            assert_int_equal(held, want_held);
+            assert_int_equal(grown.n, m);
+            uint64_t *gv = malloc(m * sizeof *gv);
+            uint16_t *gt = malloc(m * sizeof *gt);
+            seen__run_decode(&grown, gv, gt);
+            assert_memory_equal(gv, all, m * sizeof *gv);
+            free(gv);
+            free(gt);
+            free(all);
+            seen__run_release(&grown);
+        }
+    }
     /* A split run is split only where two blocks cost less than one. */
     bool split = run.tail != NULL;
     if (split) {
@@ -322,7 +375,9 @@ static void test_runs(void **state)
     int splits = 0, tried = 0;
     for (size_t n = 1500; n < 60000; n += 1500 + rng_below(&r, 1500), tried++)
         splits += check_run(&r, tried % 2 ? 4 : 0, n, 1 + (uint32_t)rng_below(&r, 4));
-    fprintf(stderr, "[stat] runs: %d of %d large runs split\n", splits, tried);
+    fprintf(stderr, "[stat] runs: %d of %d large runs split, %d in-place adds\n", splits, tried,
+            in_place_adds);
+    assert_true(in_place_adds > 0);
     assert_true(splits * 2 > tried);
     seen_set_allocator(NULL);
 }
