@@ -65,7 +65,7 @@
  * price of copying its bits.  Every choice is a function of the writes a set
  * received, so a replica that applies the same writes holds the same bytes.
  */
-#include "run_layout.h"
+#include "run_write.h"
 
 /* ------------------------------------------------------------- divider */
 
@@ -144,27 +144,7 @@ uint64_t seen__golomb_choose(uint64_t n, uint64_t span)
     return lo;
 }
 
-/*
- * The encoder's writer: pending bits live in a register and whole bytes
- * are stored with one unaligned 8-byte store per code (no load-modify-
- * store through memory).  Invariant: bits written = byte * 8 + nacc, with
- * nacc < 8 between puts; the buffer keeps 8 spare bytes past `byte`.
- */
-typedef struct acc_writer {
-    uint8_t *buf;
-    size_t cap;  /* bytes allocated */
-    size_t byte; /* bytes completed */
-    uint64_t acc;
-    unsigned nacc;
-    bool failed;
-} acc_writer;
-
-static inline uint64_t aw_bits(const acc_writer *w)
-{
-    return (uint64_t)w->byte * 8 + w->nacc;
-}
-
-static bool aw_reserve(acc_writer *w, uint64_t more_bits)
+bool seen__aw_reserve(acc_writer *w, uint64_t more_bits)
 {
     size_t need = w->byte + (size_t)((more_bits + 7) / 8) + 16;
     if (need <= w->cap)
@@ -182,25 +162,13 @@ static bool aw_reserve(acc_writer *w, uint64_t more_bits)
     return true;
 }
 
-/* Append the low n bits of v (n <= 56, v < 2^n). */
-static inline void aw_put(acc_writer *w, uint64_t v, unsigned n)
-{
-    w->acc |= v << w->nacc;
-    w->nacc += n;
-    seen__store64le(w->buf + w->byte, w->acc);
-    unsigned whole = w->nacc & ~7u;
-    w->byte += whole >> 3;
-    w->acc = whole >= 64 ? 0 : w->acc >> whole;
-    w->nacc &= 7;
-}
-
 /* Append nbits bits of src starting at bit `from` (src readable 16 bytes
  * past them, as codes are).  Once the writer is at a byte boundary, whole
  * words are shifted into place, or copied when the two line up: copying a
  * large run's untouched buckets costs a memcpy, not a step per 56 bits. */
-static bool aw_copy(acc_writer *w, const uint8_t *src, uint64_t from, uint64_t nbits)
+bool seen__aw_copy(acc_writer *w, const uint8_t *src, uint64_t from, uint64_t nbits)
 {
-    if (!aw_reserve(w, nbits + 64))
+    if (!seen__aw_reserve(w, nbits + 64))
         return false;
     if (nbits >= 128 && w->nacc != 0) {
         unsigned lead = 8 - w->nacc;
@@ -230,38 +198,6 @@ static bool aw_copy(acc_writer *w, const uint8_t *src, uint64_t from, uint64_t n
         nbits -= take;
     }
     return true;
-}
-
-static inline void golomb_put(acc_writer *w, const seen__golomb *g, const seen__divider *mdiv,
-                              uint64_t gap)
-{
-    uint64_t q = g->m > 1 ? seen__div(mdiv, gap) : gap;
-    uint64_t r = gap - q * g->m;
-    uint64_t code = 0;
-    unsigned len = 0;
-    if (g->b != 0) {
-        /* Short or long remainder, about half and half: select without a
-         * branch, as the decoder does. */
-        uint64_t is_long = r >= g->short_n;
-        uint64_t v = r + g->short_n;
-        uint64_t long_code = (v >> 1) | ((v & 1) << (g->b - 1));
-        uint64_t mask = 0 - is_long;
-        code = (long_code & mask) | (r & ~mask);
-        len = g->b - 1 + (unsigned)is_long;
-    }
-    if (q + 1 + len <= 56) {
-        aw_put(w, (UINT64_C(1) << q) | (code << (q + 1)), (unsigned)q + 1 + len);
-        return;
-    }
-    for (; q > 48; q -= 48)
-        aw_put(w, 0, 48);
-    aw_put(w, UINT64_C(1) << q, (unsigned)q + 1);
-    if (len > 48) {
-        aw_put(w, code & ((UINT64_C(1) << 32) - 1), 32);
-        aw_put(w, code >> 32, len - 32);
-    } else {
-        aw_put(w, code, len);
-    }
 }
 
 size_t seen__run_index_bytes(const seen__run *r)
@@ -381,24 +317,9 @@ seen_err seen__run_clone(seen__run *dst, const seen__run *src)
     return SEEN_OK;
 }
 
-/*
- * Lay out a run whose header fields (but the index's) are set: fit the
- * index to the bucket starts offs[0..nbuckets] / firsts[0..nbuckets],
- * allocate mem, write segment ids, index, tags and codes, and split it.
- * Tags come from `tags` (one per value), or, when `old_tags` is given, are
- * those of that array's values whose `skip` flag is clear (see
- * seen__run_without).
- */
-typedef struct tag_source {
-    const uint16_t *tags; /* n_old entries */
-    const uint8_t *skip;  /* n_old flags: 1 = not in the new run */
-    size_t n_old;
-    const uint64_t *packed; /* or the new run's tag words, ready */
-} tag_source;
-
-static seen_err run_assemble(seen__run *r, const uint64_t *offs, const uint64_t *firsts,
-                             const uint64_t *lows, const uint32_t *seg_ids, const uint16_t *tags,
-                             const tag_source *old_tags, const uint8_t *codes)
+seen_err seen__run_assemble(seen__run *r, const uint64_t *offs, const uint64_t *firsts,
+                            const uint64_t *lows, const uint32_t *seg_ids, const uint16_t *tags,
+                            const tag_source *old_tags, const uint8_t *codes)
 {
     /* lows[j]: a ranked run's lowest value of bucket j (NULL otherwise). */
     /* Index: deviations of bucket starts from their straight lines. */
@@ -600,7 +521,7 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
     acc_writer w = {0};
     /* A code takes about b + 1.5 bits; reserve generously, grow rarely. */
     uint64_t est = (uint64_t)n * (g.b + 3) + 128;
-    if (offs == NULL || !aw_reserve(&w, est)) {
+    if (offs == NULL || !seen__aw_reserve(&w, est)) {
         seen__free(cuts);
         seen__free(offs);
         seen__free(w.buf);
@@ -640,7 +561,7 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
         }
         uint64_t gap = first ? v - lo : v - prev - 1;
         uint64_t q = g.m > 1 ? seen__div(&mdiv, gap) : gap;
-        if (w.byte + (q + 130) / 8 + 16 > w.cap && !aw_reserve(&w, q + 130)) {
+        if (w.byte + (q + 130) / 8 + 16 > w.cap && !seen__aw_reserve(&w, q + 130)) {
             seen__free(cuts);
             seen__free(offs);
             seen__free(w.buf);
@@ -657,396 +578,11 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
         firsts[cur_bucket] = n;
     }
     r.code_bits = aw_bits(&w);
-    seen_err err = run_assemble(&r, offs, firsts, lows, seg_ids, tags, NULL, w.buf);
+    seen_err err = seen__run_assemble(&r, offs, firsts, lows, seg_ids, tags, NULL, w.buf);
     seen__free(offs);
     seen__free(w.buf);
     if (err != SEEN_OK)
         return err;
     *out = r;
     return SEEN_OK;
-}
-
-/* Where an edited run's buckets start: the old run's (offs, firsts), the
- * new one's (noffs, nfirsts), nbuckets + 1 each, and a run cut by rank's
- * lows, which edits keep.  One allocation. */
-typedef struct edit_frame {
-    uint64_t *offs, *firsts, *noffs, *nfirsts, *lows;
-} edit_frame;
-
-static bool edit_frame_init(edit_frame *f, const seen__run *r)
-{
-    size_t nb = (size_t)r->nbuckets + 1;
-    f->offs = seen__malloc(nb * (run_ranked(r) ? 5 : 4) * sizeof *f->offs);
-    if (f->offs == NULL)
-        return false;
-    f->firsts = f->offs + nb;
-    f->noffs = f->firsts + nb;
-    f->nfirsts = f->noffs + nb;
-    f->lows = run_ranked(r) ? f->nfirsts + nb : NULL;
-    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
-    for (uint32_t j = 0; j <= r->nbuckets; j++) {
-        bucket_start(r, sl_bits, sl_items, j, &f->offs[j], &f->firsts[j]);
-        if (f->lows && j < r->nbuckets)
-            f->lows[j] = bucket_lo(r, j);
-    }
-    return true;
-}
-
-/* Copy bucket j, and the buckets after it in the same block that no value
- * of vals[vi..k) falls in, as they are, their first items moved by
- * `shift`.  Returns the last bucket copied, or UINT32_MAX out of memory. */
-static uint32_t copy_untouched(acc_writer *w, const seen__run *r, const edit_frame *f, uint32_t j,
-                               const uint64_t *vals, size_t vi, size_t k, int64_t shift)
-{
-    uint32_t e = j + 1;
-    while (e < r->nbuckets && (vi == k || vals[vi] > bucket_hi(r, e)) &&
-           (r->tail == NULL || (f->offs[e] >= r->tail_bit) == (f->offs[j] >= r->tail_bit))) {
-        f->nfirsts[e] = (uint64_t)((int64_t)f->firsts[e] + shift);
-        f->noffs[e] = f->noffs[j] + (f->offs[e] - f->offs[j]);
-        e++;
-    }
-    uint64_t org;
-    const uint8_t *codes = bucket_codes(r, f->offs[j], &org);
-    if (!aw_copy(w, codes, f->offs[j] - org, f->offs[e] - f->offs[j]))
-        return UINT32_MAX;
-    return e - 1;
-}
-
-/*
- * Removing a few values from a large run.  Only the buckets holding them
- * are decoded and encoded again; every other bucket's codes are copied
- * bit for bit (a bucket's codes depend only on its own values, its base
- * and the Golomb parameter, which the run keeps), and the index and tags
- * are rebuilt from what is known.  A delete from a 1M-item run costs a
- * copy of its bits, not a decode and an encode of every value.
- */
-/* Remove digit p from packed base-k tag words holding `digits` digits, g
- * a word: the digits after it move down one place, a word at a time (one
- * division by k and a multiplication per word), so a delete costs the
- * words after it, not a decode and encode of every tag. */
-static void tags_drop_digit(uint64_t *words, uint64_t digits, uint64_t p, uint32_t k, uint32_t g,
-                            const seen__divider *kdiv)
-{
-    uint64_t nwords = (digits + g - 1) / g, w = p / g;
-    uint32_t q = (uint32_t)(p % g);
-    uint64_t top = ipow(k, g - 1);
-    for (; w < nwords; w++) {
-        uint64_t cur = words[w], kept;
-        if (q > 0) {
-            uint64_t kq = ipow(k, q);
-            uint64_t low = cur % kq;
-            kept = low + (cur / kq / k) * kq;
-            q = 0;
-        } else {
-            kept = seen__div(kdiv, cur);
-        }
-        uint64_t next = w + 1 < nwords ? words[w + 1] : 0;
-        words[w] = kept + (next - seen__div(kdiv, next) * k) * top;
-    }
-}
-
-/* Whether tag t names more than `limit` of the run's values (stops as soon
- * as it does: a segment a delete might empty usually has many more). */
-static bool tag_count_exceeds(const seen__run *r, uint32_t t, uint64_t limit)
-{
-    seen__divider kd;
-    seen__divider_init(&kd, r->nsegs);
-    const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
-    uint32_t per = tags_per_word(r->nsegs, NULL);
-    uint64_t count = 0;
-    for (uint64_t i = 0; i < r->n; i += per) {
-        uint64_t word = seen__load64le(tw + (i / per) * 8);
-        uint64_t end_i = i + per < r->n ? i + per : r->n;
-        for (uint64_t d = i; d < end_i; d++) {
-            uint64_t q = seen__div(&kd, word);
-            if (word - q * r->nsegs == t && ++count > limit)
-                return true;
-            word = q;
-        }
-    }
-    return false;
-}
-
-/* Deletes of up to this many values from one run move tag digits word by
- * word; more re-pack every tag. */
-#define TAG_SHIFT_MAX 16u
-
-seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
-                           uint64_t *removed_per_tag, size_t *removed, bool *applies)
-{
-    *removed = 0;
-    *applies = false;
-    seen__golomb g;
-    seen__golomb_init(&g, r->golomb_m);
-    seen__divider mdiv;
-    seen__divider_init(&mdiv, r->golomb_m);
-    edit_frame f = {0};
-    /* The run positions of the values that go, in increasing order. */
-    uint64_t *gone_at = seen__malloc((k ? k : 1) * sizeof *gone_at);
-    uint8_t *drop = NULL; /* per value of the bucket being edited */
-    uint8_t *skip = NULL;
-    uint16_t *tags = NULL;
-    uint64_t *words = NULL;
-    uint64_t *bucket = NULL;
-    acc_writer w = {0};
-    seen_err err = SEEN_ERR_NOMEM;
-    /* A ranked run keeps its buckets' lowest values: a bucket that loses
-     * its first value codes the next one from the same low. */
-    if (gone_at == NULL || !edit_frame_init(&f, r))
-        goto done;
-    uint64_t *offs = f.offs, *firsts = f.firsts, *noffs = f.noffs, *nfirsts = f.nfirsts,
-             *lows = f.lows;
-    size_t bucket_cap = 0;
-    if (!aw_reserve(&w, r->code_bits + 64))
-        goto done;
-    size_t vi = 0, gone = 0;
-    for (uint32_t j = 0; j < r->nbuckets; j++) {
-        noffs[j] = aw_bits(&w);
-        nfirsts[j] = firsts[j] - gone;
-        /* The bucket's values lie in [lo, top]. */
-        uint64_t lo = bucket_lo(r, j), top = bucket_hi(r, j);
-        while (vi < k && vals[vi] < lo)
-            vi++;
-        uint64_t org;
-        const uint8_t *codes = bucket_codes(r, offs[j], &org);
-        size_t cnt = (size_t)(firsts[j + 1] - firsts[j]);
-        if (vi == k || vals[vi] > top || cnt == 0) {
-            /* Untouched: its bits as they are. */
-            if ((j = copy_untouched(&w, r, &f, j, vals, vi, k, -(int64_t)gone)) == UINT32_MAX)
-                goto done;
-            continue;
-        }
-        if (cnt > bucket_cap) {
-            seen__free(bucket);
-            seen__free(drop);
-            bucket_cap = cnt;
-            bucket = seen__malloc(cnt * sizeof *bucket);
-            drop = seen__malloc(cnt);
-            if (bucket == NULL || drop == NULL)
-                goto done;
-        }
-        memset(drop, 0, cnt);
-        uint64_t pos = offs[j] - org, v = lo;
-        for (size_t i = 0; i < cnt; i++) {
-            v = (i == 0 ? lo : v + 1) + golomb_get(codes, &pos, &g);
-            bucket[i] = v;
-        }
-        /* Values to drop, then the rest coded again from the bucket base. */
-        size_t bi = 0;
-        while (vi < k && vals[vi] <= top) {
-            while (bi < cnt && bucket[bi] < vals[vi])
-                bi++;
-            if (bi < cnt && bucket[bi] == vals[vi] && !drop[bi]) {
-                drop[bi] = 1;
-                gone_at[gone++] = firsts[j] + bi;
-            }
-            vi++;
-        }
-        uint64_t prev = 0;
-        bool first = true;
-        for (size_t i = 0; i < cnt; i++) {
-            if (drop[i])
-                continue;
-            uint64_t gap = first ? bucket[i] - lo : bucket[i] - prev - 1;
-            uint64_t q = g.m > 1 ? seen__div(&mdiv, gap) : gap;
-            if (w.byte + (q + 130) / 8 + 16 > w.cap && !aw_reserve(&w, q + 130))
-                goto done;
-            golomb_put(&w, &g, &mdiv, gap);
-            prev = bucket[i];
-            first = false;
-        }
-    }
-    noffs[r->nbuckets] = aw_bits(&w);
-    nfirsts[r->nbuckets] = r->n - gone;
-    err = SEEN_OK;
-    if (gone == 0) {
-        *applies = true;
-        goto done;
-    }
-    uint64_t n2 = r->n - gone;
-    if (n2 == 0 || !nbuckets_allowed(n2, r->nbuckets))
-        goto done; /* the run has lost half its values: rebuild */
-    uint32_t per = r->nsegs > 1 ? tags_per_word(r->nsegs, NULL) : 0;
-    if (r->nsegs > 1) {
-        /* Each segment must keep a value here: count per tag what goes,
-         * then look for one more of each such tag. */
-        for (size_t i = 0; i < gone; i++)
-            removed_per_tag[tag_at(r, per, gone_at[i])]++;
-        for (size_t i = 0; i < gone; i++) {
-            uint32_t t = (uint32_t)tag_at(r, per, gone_at[i]);
-            if (removed_per_tag[t] > 0 && !tag_count_exceeds(r, t, removed_per_tag[t])) {
-                memset(removed_per_tag, 0, r->nsegs * sizeof *removed_per_tag);
-                goto done; /* a segment would be named without values: rebuild */
-            }
-        }
-    } else {
-        removed_per_tag[0] += gone;
-    }
-    seen__run nr = *r;
-    nr.mem = NULL;
-    nr.tail = NULL;
-    nr.tail_bit = 0;
-    nr.n = (uint32_t)n2;
-    nr.code_bits = noffs[r->nbuckets];
-    tag_source ts = {NULL, NULL, r->n, NULL};
-    if (r->nsegs > 1 && gone <= TAG_SHIFT_MAX) {
-        uint64_t nw = tag_words(r);
-        const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
-        words = seen__malloc(nw * sizeof *words);
-        if (words == NULL)
-            goto fail;
-        for (uint64_t wi = 0; wi < nw; wi++)
-            words[wi] = seen__load64le(tw + wi * 8);
-        seen__divider kd;
-        seen__divider_init(&kd, r->nsegs);
-        for (size_t i = gone; i-- > 0;)
-            tags_drop_digit(words, r->n - (gone - 1 - i), gone_at[i], r->nsegs, per, &kd);
-        ts.packed = words;
-    } else if (r->nsegs > 1) {
-        tags = seen__malloc((size_t)r->n * sizeof *tags);
-        skip = seen__calloc(r->n, 1);
-        if (tags == NULL || skip == NULL)
-            goto fail;
-        seen__run_decode_tags(r, tags);
-        for (size_t i = 0; i < gone; i++)
-            skip[gone_at[i]] = 1;
-        ts.tags = tags;
-        ts.skip = skip;
-    }
-    err = run_assemble(&nr, noffs, nfirsts, lows, seen__run_segs(r), NULL,
-                       r->nsegs > 1 ? &ts : NULL, w.buf);
-    if (err != SEEN_OK)
-        goto fail;
-    *out = nr;
-    *removed = gone;
-    *applies = true;
-    goto done;
-fail:
-    err = SEEN_ERR_NOMEM;
-    memset(removed_per_tag, 0, r->nsegs * sizeof *removed_per_tag);
-done:
-    seen__free(f.offs);
-    seen__free(gone_at);
-    seen__free(drop);
-    seen__free(skip);
-    seen__free(tags);
-    seen__free(words);
-    seen__free(bucket);
-    seen__free(w.buf);
-    return err;
-}
-
-/*
- * Adding values to a run of one segment: the counterpart of
- * seen__run_without for the flush of the head into the run that takes it.
- * Only the buckets the new values fall in are decoded and coded again; the
- * rest is copied, and base, span, Golomb parameter and bucket count stay.
- * A 20-item page into a run of thousands then re-codes a few buckets, not
- * the run.
- */
-/* Unary parts longer than this make seen__run_with give way to a rebuild. */
-#define SEEN_WITH_MAX_QUOTIENT 1024u
-
-seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
-                        size_t *held, bool *applies)
-{
-    *applies = false;
-    *held = 0;
-    /* Buckets grow as values come in: a large run (fine buckets, probed by
-     * every add) is rebuilt once they average twice its canonical ones. */
-    uint64_t n2 = (uint64_t)r->n + k;
-    if (r->nsegs != 1 || k == 0 || vals[0] < r->base || vals[k - 1] - r->base > r->span ||
-        n2 > UINT32_MAX || !nbuckets_allowed(n2, r->nbuckets) ||
-        (n2 >= SEEN_LARGE_RUN && n2 > (uint64_t)r->nbuckets * (SEEN_BUCKET_ITEMS / 2)))
-        return SEEN_OK;
-    seen__golomb g;
-    seen__golomb_init(&g, r->golomb_m);
-    seen__divider mdiv;
-    seen__divider_init(&mdiv, r->golomb_m);
-    edit_frame f = {0};
-    uint64_t *bucket = NULL;
-    acc_writer w = {0};
-    seen_err err = SEEN_ERR_NOMEM;
-    if (!edit_frame_init(&f, r))
-        goto done;
-    uint64_t *offs = f.offs, *firsts = f.firsts, *noffs = f.noffs, *nfirsts = f.nfirsts,
-             *lows = f.lows;
-    /* New codes take about as many bits each as the old ones do. */
-    uint64_t per = r->code_bits / r->n + 1;
-    if (!aw_reserve(&w, r->code_bits + (uint64_t)k * (per + g.b + 2) + 64))
-        goto done;
-    size_t vi = 0, added = 0, cap = 0;
-    for (uint32_t j = 0; j < r->nbuckets; j++) {
-        noffs[j] = aw_bits(&w);
-        nfirsts[j] = firsts[j] + added;
-        uint64_t lo = bucket_lo(r, j), top = bucket_hi(r, j);
-        uint64_t org;
-        const uint8_t *codes = bucket_codes(r, offs[j], &org);
-        if (vi == k || vals[vi] > top) {
-            if ((j = copy_untouched(&w, r, &f, j, vals, vi, k, (int64_t)added)) == UINT32_MAX)
-                goto done;
-            continue;
-        }
-        size_t cnt = (size_t)(firsts[j + 1] - firsts[j]), vend = vi;
-        while (vend < k && vals[vend] <= top)
-            vend++;
-        if (cnt + (vend - vi) > cap) {
-            seen__free(bucket);
-            cap = cnt + (vend - vi);
-            bucket = seen__malloc(cap * sizeof *bucket);
-            if (bucket == NULL)
-                goto done;
-        }
-        /* The bucket's values and the new ones, merged; a value it holds
-         * already is counted, not added. */
-        uint64_t pos = offs[j] - org, v = lo;
-        size_t m = 0;
-        for (size_t i = 0; i < cnt; i++) {
-            v = (i == 0 ? lo : v + 1) + golomb_get(codes, &pos, &g);
-            while (vi < vend && vals[vi] < v)
-                bucket[m++] = vals[vi++];
-            if (vi < vend && vals[vi] == v) {
-                (*held)++;
-                vi++;
-            }
-            bucket[m++] = v;
-        }
-        while (vi < vend)
-            bucket[m++] = vals[vi++];
-        added += m - cnt;
-        for (size_t i = 0; i < m; i++) {
-            uint64_t gap = i == 0 ? bucket[i] - lo : bucket[i] - bucket[i - 1] - 1;
-            uint64_t q = g.m > 1 ? seen__div(&mdiv, gap) : gap;
-            if (q > SEEN_WITH_MAX_QUOTIENT) {
-                /* A gap far wider than the parameter was chosen for (a
-                 * value between two clusters of a run cut by rank): a
-                 * rebuild cuts a bucket there instead. */
-                err = SEEN_OK;
-                goto done;
-            }
-            if (w.byte + (q + 130) / 8 + 16 > w.cap && !aw_reserve(&w, q + 130))
-                goto done;
-            golomb_put(&w, &g, &mdiv, gap);
-        }
-    }
-    noffs[r->nbuckets] = aw_bits(&w);
-    nfirsts[r->nbuckets] = r->n + added;
-    seen__run nr = *r;
-    nr.mem = NULL;
-    nr.tail = NULL;
-    nr.tail_bit = 0;
-    nr.n = (uint32_t)(r->n + added);
-    nr.code_bits = noffs[r->nbuckets];
-    err = nr.code_bits > SEEN_MAX_CODE_BITS
-              ? SEEN_OK
-              : run_assemble(&nr, noffs, nfirsts, lows, seen__run_segs(r), NULL, NULL, w.buf);
-    if (err != SEEN_OK || nr.mem == NULL)
-        goto done;
-    *out = nr;
-    *applies = true;
-done:
-    seen__free(f.offs);
-    seen__free(bucket);
-    seen__free(w.buf);
-    return err;
 }
