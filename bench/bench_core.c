@@ -145,6 +145,20 @@ static void load(seen_set *s, const seen_str *strs, size_t n, int64_t end)
         abort();
 }
 
+/* A set in its steady state: three windows of history (hist[0..2n), the
+ * two halves in turn), so it has planned for its peak (window plus a
+ * slice) and its first plan's runs have aged out. */
+static seen_set *steady_set(const seen_policy *p, const seen_str *hist, size_t n)
+{
+    seen_set *s;
+    if (seen_create(p, &s) != SEEN_OK)
+        abort();
+    load(s, hist + n, n, NOW0 - 2 * WINDOW);
+    load(s, hist, n, NOW0 - WINDOW);
+    load(s, hist + n, n, NOW0);
+    return s;
+}
+
 static result bench_size(size_t n)
 {
     result r = {.n = n};
@@ -209,12 +223,7 @@ static result bench_size(size_t n)
      * (window plus a slice) and its first plan's runs have aged out, then
      * stream `adds` items at the same rate, so expiry keeps the set at its
      * size. */
-    seen_set *st;
-    if (seen_create(&p, &st) != SEEN_OK)
-        abort();
-    load(st, hist + n, n, NOW0 - 2 * WINDOW);
-    load(st, hist, n, NOW0 - WINDOW);
-    load(st, hist + n, n, NOW0);
+    seen_set *st = steady_set(&p, hist, n);
     double step = (double)WINDOW / (double)n;
     double t0 = now_s();
     for (size_t i = 0; i < adds; i++) {
@@ -235,12 +244,7 @@ static result bench_size(size_t n)
     r.base_us_add = (t1 - t0) * 1e6 / (double)adds;
 
     /* The same stream in pages of PAGE items, into a set warmed up alike. */
-    seen_set *sp;
-    if (seen_create(&p, &sp) != SEEN_OK)
-        abort();
-    load(sp, hist + n, n, NOW0 - 2 * WINDOW);
-    load(sp, hist, n, NOW0 - WINDOW);
-    load(sp, hist + n, n, NOW0);
+    seen_set *sp = steady_set(&p, hist, n);
     size_t pages = adds / PAGE;
     t0 = now_s();
     for (size_t i = 0; i < pages; i++) {
