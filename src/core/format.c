@@ -6,7 +6,7 @@
  * times relative to the set's origin, so a small set's fixed part is a few
  * dozen bytes; version 1 (fixed-width fields) still loads.  The loader
  * trusts nothing: it verifies the checksum, then every field, then decodes
- * every run completely (run.c's validator) before the set is handed out.
+ * every run completely (run_read.c's validator) before the set is handed out.
  * Malformed input gets an error, never a crash and never a read outside the
  * buffer.
  */

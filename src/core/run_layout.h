@@ -2,7 +2,8 @@
  * run_layout.h — where things are in a run (run.c describes the layout):
  * sizes and offsets of its parts, canonical bucket counts and widths, bucket
  * starts from the index, tag packing, and decoding one Golomb code.  Shared
- * by the writer (run.c) and the readers (run_read.c); private to the core.
+ * by the writers (run.c, run_edit.c) and the readers (run_read.c); private
+ * to the core.
  */
 #ifndef SEEN_RUN_LAYOUT_H
 #define SEEN_RUN_LAYOUT_H
