@@ -181,7 +181,7 @@ static void write_all(const seen_set *s, wbuf *w)
     bool v3 = false;
     for (uint32_t i = 0; i < s->nruns; i++)
         v3 |= run_ranked(&s->runs[i]) || !nbuckets_canonical(s->runs[i].n, s->runs[i].nbuckets) ||
-              !seen__run_ends_exact(&s->runs[i]);
+              s->runs[i].loose_ends;
     put_u16(w, v3 ? FORMAT_V3 : FORMAT_V2);
     put_uv(w, (s->has_origin ? V2_HAS_ORIGIN : 0) | (p->ids == SEEN_IDS_INT ? V2_IDS_INT : 0) |
                   (decimal ? 0 : V2_ERROR_RAW));
@@ -666,6 +666,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
         r.w_bits = get_u8(rb);
         r.w_items = get_u8(rb);
         r.w_vals = version == FORMAT_V3 ? get_u8(rb) : 0;
+        r.loose_ends = version == FORMAT_V3; /* v1/v2: checked exact below */
         if (rb->short_read)
             return SEEN_ERR_FORMAT_TRUNCATED;
         if (rb->bad)

@@ -230,6 +230,7 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
     nr.tail_bit = 0;
     nr.n = (uint32_t)n2;
     nr.code_bits = noffs[r->nbuckets];
+    nr.loose_ends |= gone_at[0] == 0 || gone_at[gone - 1] + 1 == r->n;
     tag_source ts = {NULL, NULL, r->n, NULL};
     if (r->nsegs > 1 && gone <= TAG_SHIFT_MAX) {
         uint64_t nw = tag_words(r);

@@ -35,6 +35,7 @@
  * runs in fresh allocations (struct next_state) and only then swaps them in
  * (commit_next), so a failed allocation leaves the set as it was.
  */
+#include "run_layout.h"
 #include "write.h"
 
 #include <math.h>
@@ -335,6 +336,13 @@ seen_err seen__set_check(const seen_set *s)
         const seen__run *r = &s->runs[i];
         if ((err = seen__run_validate(r)) != SEEN_OK)
             break;
+        /* A run not marked loose is written as version 2, which needs its
+         * ends exact. */
+        if (!r->loose_ends && !run_ranked(r) && nbuckets_canonical(r->n, r->nbuckets) &&
+            !seen__run_ends_exact(r)) {
+            err = CORRUPT;
+            break;
+        }
         if ((s->budget == 0 || s->plan_c == 0) && r->c != 1) {
             err = CORRUPT;
             break;

@@ -235,6 +235,7 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs)
             assert_true(run_ranked(&edited) == run_ranked(&run));
             assert_true(edited.base == run.base && edited.span == run.span);
             assert_true(seen__run_ends_exact(&edited) == !ends);
+            assert_true(edited.loose_ends == ends);
             seen__run_decode(&edited, dv, dt);
             size_t at = 0, gi = 0;
             for (size_t i = 0; i < n; i++) {
