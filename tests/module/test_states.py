@@ -139,6 +139,22 @@ def write_everything(server, tmp_path):
     c.execute_command("SEEN.DEL", "clustered", *gone)
     w.expect("clustered", [i for i in ids if i not in gone])
 
+    # A large key (72,000 items over 60 days) then fed live pages of 20: the
+    # flushes add into its recent run in place, which keeps that run's fine
+    # bucket count as it grows (format version 3).
+    for d in range(60, 0, -1):
+        c.execute_command("SEEN.INSERT", "feed", "AT", now - d * DAY, "BULK",
+                          "\n".join("h%d-%d" % (d, i) for i in range(1200)))
+    c.execute_command("SEEN.COMPACT", "feed")
+    pipe = c.pipeline(transaction=False)
+    for p in range(300):
+        pipe.execute_command("SEEN.ADD", "feed", *["f%d-%d" % (p, i) for i in range(20)])
+    pipe.execute()
+    dump = c.dump("feed")
+    assert dump[dump.find(b"SEEN") + 4] == 3, "the fed key should hold a run grown in place"
+    w.expect("feed", ["h%d-%d" % (d, i) for d in range(60, 0, -7) for i in range(0, 1200, 13)] +
+             ["f%d-%d" % (p, i) for p in range(300) for i in range(0, 20, 3)])
+
     # Removes from large keys.
     c.execute_command("SEEN.REMOVE", "imp:time", "ITEMS", *w.keys["imp:time"][0][:50])
     w.keys["imp:time"] = (w.keys["imp:time"][0][50:], w.keys["imp:time"][1])
