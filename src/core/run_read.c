@@ -371,7 +371,7 @@ bool seen__run_ends_exact(const seen__run *r)
         return false;
     const uint8_t *codes = bucket_codes(r, 0, &org);
     pos = 0;
-    if (r->base + golomb_get(codes, &pos, &g) != r->base)
+    if (golomb_get(codes, &pos, &g) != 0)
         return false;
     /* The last: decode the last bucket that holds any. */
     uint32_t j = r->nbuckets;
