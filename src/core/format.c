@@ -233,8 +233,8 @@ static void write_all(const seen_set *s, wbuf *w)
         put_uv(w, r->nsegs);
         put_u8(w, r->w_bits);
         put_u8(w, r->w_items);
-        if (v3)
-            put_u8(w, r->w_vals);
+        if (v3) /* the loose-ends mark rides in the top bit */
+            put_u8(w, (uint8_t)(r->w_vals | (r->loose_ends ? 0x80u : 0u)));
         const uint32_t *ids = seen__run_segs(r);
         for (uint32_t t = 0; t < r->nsegs; t++)
             put_uv(w, ids[t]);
@@ -665,8 +665,11 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
         r.nsegs = get_f32bits(rb);
         r.w_bits = get_u8(rb);
         r.w_items = get_u8(rb);
-        r.w_vals = version == FORMAT_V3 ? get_u8(rb) : 0;
-        r.loose_ends = version == FORMAT_V3; /* v1/v2: checked exact below */
+        if (version == FORMAT_V3) {
+            uint8_t wv = get_u8(rb);
+            r.w_vals = wv & 0x7fu;
+            r.loose_ends = (wv & 0x80u) != 0;
+        }
         if (rb->short_read)
             return SEEN_ERR_FORMAT_TRUNCATED;
         if (rb->bad)
@@ -712,7 +715,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
         seen_err err = trusted ? SEEN_OK : seen__run_validate(&s->runs[i]);
         if (err != SEEN_OK)
             return err;
-        if (!trusted && version != FORMAT_V3 && !seen__run_ends_exact(&s->runs[i]))
+        if (!trusted && !s->runs[i].loose_ends && !seen__run_ends_exact(&s->runs[i]))
             return CORRUPT;
         seen__run_split(&s->runs[i]);
         mass += r.c > 1 ? (unsigned __int128)r.n * r.c : 0;

@@ -294,8 +294,9 @@ typedef struct seen__run {
     uint8_t w_items;
     uint8_t w_vals; /* a bucket's lowest value, in runs cut by rank; else 0 */
     /* Its first value may be above base or its last below base + span (a
-     * delete took one of them, or it was loaded from format version 3): it
-     * is written as version 3.  Kept so writing need not decode to know. */
+     * delete took one of them): it is written as version 3, with this mark,
+     * so a reloaded copy (a replica) holds the same state.  Kept so writing
+     * need not decode to know. */
     bool loose_ends;
     uint8_t *mem; /* segment ids, index, tags, codes, padding */
     /* A large run may keep the codes of its last buckets in a second block

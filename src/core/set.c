@@ -336,10 +336,9 @@ seen_err seen__set_check(const seen_set *s)
         const seen__run *r = &s->runs[i];
         if ((err = seen__run_validate(r)) != SEEN_OK)
             break;
-        /* A run not marked loose is written as version 2, which needs its
-         * ends exact. */
-        if (!r->loose_ends && !run_ranked(r) && nbuckets_canonical(r->n, r->nbuckets) &&
-            !seen__run_ends_exact(r)) {
+        /* A run not marked loose has exact ends (version 2 needs them, and
+         * the mark is written with the run). */
+        if (!r->loose_ends && !seen__run_ends_exact(r)) {
             err = CORRUPT;
             break;
         }
