@@ -211,7 +211,7 @@ seen_err seen_query_str(const seen_str *items, size_t n, seen_query **out)
         return SEEN_ERR_NOMEM;
     }
     for (size_t i = 0; i < n; i++)
-        q->by_key[i] = (seen__kv){seen__hash_str(items[i].ptr, items[i].len), (uint32_t)i};
+        q->by_key[i] = (seen__kv){seen__hash_item(items, i, n), (uint32_t)i};
     err = seen__sort_kv(q->by_key, n);
     if (err != SEEN_OK) {
         seen_query_free(q);

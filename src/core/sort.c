@@ -4,7 +4,13 @@
  * microseconds.  Most keys are uniform hashes, but exact integer ids can be
  * clustered, so this is an MSD radix sort that re-derives its digit from
  * each sub-range's own minimum and maximum: clustered keys are split as
- * finely as uniform ones, and small groups finish with insertion sort.
+ * finely as uniform ones.
+ *
+ * Uniform keys need one pass: a digit of about log2(n) bits leaves groups
+ * of a few keys, so when no group is larger than SMALL_GROUP the scatter is
+ * followed by one insertion sort over the whole array (each key moves only
+ * within its group), fused with the copy back.  Larger groups (clustered
+ * keys) recurse, and groups of up to SMALL_GROUP finish by insertion sort.
  */
 #include "internal.h"
 
@@ -21,6 +27,21 @@ static void insertion_sort(seen__kv *a, size_t n)
             j--;
         }
         a[j] = x;
+    }
+}
+
+/* Insert src[0..n), sorted but for groups of at most SMALL_GROUP keys, into
+ * dst[0..n) in order. */
+static void insertion_copy(seen__kv *dst, const seen__kv *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        seen__kv x = src[i];
+        size_t j = i;
+        while (j > 0 && dst[j - 1].key > x.key) {
+            dst[j] = dst[j - 1];
+            j--;
+        }
+        dst[j] = x;
     }
 }
 
@@ -51,10 +72,18 @@ static void msd_sort(seen__kv *a, seen__kv *tmp, size_t n, uint32_t *counts)
     memset(counts, 0, (nbuckets + 1) * sizeof *counts);
     for (size_t i = 0; i < n; i++)
         counts[((a[i].key - lo) >> shift) + 1]++;
-    for (size_t b = 1; b <= nbuckets; b++)
+    uint32_t largest = 0;
+    for (size_t b = 1; b <= nbuckets; b++) {
+        if (counts[b] > largest)
+            largest = counts[b];
         counts[b] += counts[b - 1];
+    }
     for (size_t i = 0; i < n; i++)
         tmp[counts[(a[i].key - lo) >> shift]++] = a[i];
+    if (largest <= SMALL_GROUP) {
+        insertion_copy(a, tmp, n);
+        return;
+    }
     memcpy(a, tmp, n * sizeof *a);
 
     /* After the scatter counts[b] is the end of bucket b; recurse into each

@@ -225,7 +225,7 @@ seen_err seen_add_str(seen_set *s, const seen_str *items, size_t n, const int64_
     if (keys == NULL)
         return SEEN_ERR_NOMEM;
     for (size_t i = 0; i < n; i++)
-        keys[i] = seen__hash_str(items[i].ptr, items[i].len);
+        keys[i] = seen__hash_item(items, i, n);
     err = add_keys(s, keys, n, at, now, added);
     if (keys != small)
         seen__free(keys);
@@ -477,7 +477,7 @@ seen_err seen_remove_str(seen_set *s, const seen_str *items, size_t n, int64_t n
     if (keys == NULL)
         return SEEN_ERR_NOMEM;
     for (size_t i = 0; i < n; i++)
-        keys[i] = seen__hash_str(items[i].ptr, items[i].len);
+        keys[i] = seen__hash_item(items, i, n);
     err = remove_keys(s, keys, n, now, removed);
     seen__free(keys);
     return err;

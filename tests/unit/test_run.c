@@ -390,24 +390,37 @@ static void test_sort(void **state)
     size_t sizes[] = {0, 1, 5, 24, 25, 100, 1000, 10000, 100000};
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         size_t n = sizes[k];
-        for (int shape = 0; shape < 4; shape++) {
+        for (int shape = 0; shape < 5; shape++) {
             seen__kv *a = malloc((n + 1) * sizeof *a);
             uint64_t *ref = malloc((n + 1) * sizeof *ref);
             for (size_t i = 0; i < n; i++) {
                 uint64_t x = shape == 0   ? rng_next(&r)
                              : shape == 1 ? rng_below(&r, 50)
                              : shape == 2 ? (rng_below(&r, 3) << 62) + rng_below(&r, 1000)
-                                          : 2700000 + rng_below(&r, 400000);
+                             : shape == 3
+                                 ? 2700000 + rng_below(&r, 400000)
+                                 /* uniform groups of up to ~30 equal tops */
+                                 : (rng_below(&r, n / 16 + 1) << 40) + rng_next(&r) % (1u << 20);
                 a[i] = (seen__kv){x, (uint32_t)i};
                 ref[i] = x;
             }
+            uint64_t *orig = malloc((n + 1) * sizeof *orig);
+            uint8_t *placed = calloc(n + 1, 1);
+            if (n)
+                memcpy(orig, ref, n * sizeof *orig);
             assert_int_equal(seen__sort_kv(a, n), SEEN_OK);
             qsort(ref, n, sizeof *ref, cmp_u64);
             for (size_t i = 0; i < n; i++) {
                 assert_true(a[i].key == ref[i]);
                 if (i > 0)
                     assert_true(a[i - 1].key <= a[i].key);
+                /* Each key still carries the index it came with. */
+                assert_true(a[i].idx < n && !placed[a[i].idx]);
+                assert_true(orig[a[i].idx] == a[i].key);
+                placed[a[i].idx] = 1;
             }
+            free(orig);
+            free(placed);
             free(a);
             free(ref);
         }
