@@ -10,7 +10,7 @@
 BENCH_SRC = bench/bench_redis.c bench/bench_report.c bench/driver.c
 BENCH_OUT ?= bench/results
 
-.PHONY: bench bench-latency test-bench
+.PHONY: bench bench-latency test-bench bench-layouts test-layouts
 
 # It links the core library to time the core alone on a twin of a key.
 $(BUILD)/bench/bench_redis: $(BENCH_SRC) bench/driver.h bench/bench_redis.h include/seen.h $(BUILD)/libseen.a
@@ -59,3 +59,23 @@ test-lifecycle: $(BUILD)/seen.so $(BUILD)/bench/libfastclock.so
 	@grep -q '^| 60 |' $(BUILD)/lifecycle-smoke/lifecycle.md
 
 EXTRA_TESTS += test-lifecycle
+
+# ------------------------------------------------------------ layouts
+# The library's batch query beside an Elias-Fano run prototype, for
+# docs/DESIGN.md.  POPCNT where the compiler offers it (x86-64 servers have
+# had it since 2008); the prototype's lookups count bits with it.
+POPCNT_FLAG := $(shell $(CC) -mpopcnt -E -x c /dev/null >/dev/null 2>&1 && echo -mpopcnt)
+
+$(BUILD)/bench/layouts: bench/layouts.c $(BUILD)/libseen.a $(CORE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(DEFS) -O2 -g $(POPCNT_FLAG) -Iinclude -Isrc/core $< \
+		$(BUILD)/libseen.a -lm -o $@
+
+bench-layouts: $(BUILD)/bench/layouts
+	$(BUILD)/bench/layouts
+
+# Part of `make test`: one small size, whose run checks that both layouts
+# find every seen candidate and agree with each other.
+test-layouts: $(BUILD)/bench/layouts
+	$(BUILD)/bench/layouts 1000 > /dev/null
+EXTRA_TESTS += test-layouts
