@@ -17,21 +17,9 @@
 #define SMALL_GROUP 24u
 #define DIGIT_BITS_MAX 16u
 
-static void insertion_sort(seen__kv *a, size_t n)
-{
-    for (size_t i = 1; i < n; i++) {
-        seen__kv x = a[i];
-        size_t j = i;
-        while (j > 0 && a[j - 1].key > x.key) {
-            a[j] = a[j - 1];
-            j--;
-        }
-        a[j] = x;
-    }
-}
-
-/* Insert src[0..n), sorted but for groups of at most SMALL_GROUP keys, into
- * dst[0..n) in order. */
+/* Insert src[0..n) one by one into dst[0..n) in order: an insertion sort
+ * that also copies.  src may be dst (each key is read before its slot is
+ * written).  Cheap when src is sorted but for small groups. */
 static void insertion_copy(seen__kv *dst, const seen__kv *src, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -43,6 +31,11 @@ static void insertion_copy(seen__kv *dst, const seen__kv *src, size_t n)
         }
         dst[j] = x;
     }
+}
+
+static void insertion_sort(seen__kv *a, size_t n)
+{
+    insertion_copy(a, a, n);
 }
 
 /* Sorts a[0..n) using tmp[0..n) as scratch; counts has 2^DIGIT_BITS_MAX+1
