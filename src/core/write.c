@@ -51,6 +51,33 @@ static seen_err next_renumber(const seen_set *s, next_state *ns)
     return SEEN_OK;
 }
 
+/*
+ * A re-added item whose older copy was found in a segment none of whose
+ * entries is left unmarked: the capacity rule counts phys - shadow per
+ * segment, and a fingerprint collision can spend a segment's mark on the
+ * wrong item.  Items X (older segment A) and Y (newer segment B) share a
+ * fingerprint in B's run; re-adding X finds the newest match, B, and marks
+ * Y's entry there, leaving X's own old copy in A counted; re-adding Y then
+ * finds B with nothing left to mark.  Without a mark somewhere the set
+ * counts one item more than it holds and the capacity rule forgets its
+ * oldest kept item one step early.  Where X's copy lies is not known, so
+ * the mark goes to the newest live segment with an unmarked entry: a count
+ * too low for a segment only keeps more (never fewer) than `capacity`
+ * items, and the total is right again.  The mark stays until its segment
+ * is forgotten: each such collision (about one re-add in 1/error) keeps
+ * one item more than the cap needs.
+ */
+static void mark_unplaced_shadow(const seen_set *s, next_state *ns)
+{
+    for (uint32_t k = ns->nsegs; k-- > 0;) {
+        seen__segment *g = &ns->segs[k];
+        if (seg_alive(s, g, ns->origin, ns->clock) && seen__seg_items(g) > 0) {
+            g->shadow++;
+            return;
+        }
+    }
+}
+
 static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int64_t *at,
                          int64_t now, size_t *added)
 {
@@ -164,6 +191,7 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
             goto out;
         }
         seen__segment *target = &ns.segs[t];
+        bool unmarked = false;
         if (rank[i] >= 0) {
             /* rank indexes s->segs; a renumbering kept the order, so the
              * segment's id is now its old position. */
@@ -174,10 +202,14 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
             /* The older copy stays stored until a merge meets both. */
             if (f >= 0 && !ns.segs[f].dropped && seen__seg_items(&ns.segs[f]) > 0)
                 ns.segs[f].shadow++;
+            else if (f >= 0 && !ns.segs[f].dropped)
+                unmarked = true;
         } else {
             new_items++;
         }
         target->phys++;
+        if (unmarked)
+            mark_unplaced_shadow(s, &ns);
         if (!seen__next_head_push(&ns, kv[i].key, target->id)) {
             err = SEEN_ERR_NOMEM;
             goto out;
