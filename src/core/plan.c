@@ -537,11 +537,16 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
             unsigned __int128 used = usage_except(rl, 0, 0);
             unsigned __int128 room = budget > used ? budget - used : 0;
             uint64_t c = r->c;
-            if (plan > c && divides(c, plan) && (unsigned __int128)r->n * (plan - c) <= room)
+            /* What the run would add to the budget's use at divisor x:
+             * n * x less what it uses now — nothing if it holds exact keys,
+             * which the budget does not count. */
+            unsigned __int128 held = run_mass(r);
+#define EXTRA_AT(x) ((unsigned __int128)r->n * (x)-held)
+            if (plan > c && divides(c, plan) && EXTRA_AT(plan) <= room)
                 c = plan; /* straight to the plan: then it merges with its runs */
-            while (c <= UINT64_MAX / 2 && (double)(c * 2) <= band &&
-                   (unsigned __int128)r->n * (c * 2 - r->c) <= room)
+            while (c <= UINT64_MAX / 2 && (double)(c * 2) <= band && EXTRA_AT(c * 2) <= room)
                 c *= 2;
+#undef EXTRA_AT
             if (c == r->c)
                 continue;
             const seen__run *in[1] = {r};
