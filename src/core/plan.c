@@ -513,6 +513,13 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
                 if (expect < ns->hn)
                     expect = ns->hn;
                 c = fitting_divisor(plan, room, expect);
+                /* Short of budget (a burst far past the plan): size the run
+                 * for the set to double, not for the few items expected,
+                 * or each flush would take most of what is left and the
+                 * next start finer still, down to exact keys.  Sized so,
+                 * runs double and lose ~2 bits per doubling. */
+                if (c < plan && expect < live)
+                    c = fitting_divisor(plan, room, live);
                 if (c > 1 && (unsigned __int128)ns->hn * c > room)
                     c = 1;
             }

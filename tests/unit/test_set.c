@@ -737,6 +737,7 @@ static void test_burst_after_small_history(void **state)
     (void)state;
     /* Whether a step lands where the bug showed depends on the ids: try
      * several histories and id ranges. */
+    double worst = 0;
     for (uint64_t v = 0; v < 16; v++) {
         seen_policy p;
         seen_policy_default(&p);
@@ -777,13 +778,21 @@ static void test_burst_after_small_history(void **state)
         for (size_t i = 0; i < hist + BURST; i++)
             if (!seen[i])
                 fail_msg("false negative: id %llu", (unsigned long long)all[i]);
-        if (v == 0)
-            fprintf(stderr, "[stat] burst of %d after %zu: %u runs, %.1f bits per item\n", BURST,
-                    hist, s->nruns, (double)seen_bytes(s) * 8 / (double)(hist + BURST));
+        double bits = (double)seen_bytes(s) * 8 / (double)(hist + BURST);
+        if (bits > worst)
+            worst = bits;
         free(all);
         free(seen);
         seen_free(s);
     }
+    /* The history's runs hold most of the budget; each new run is sized for
+     * the set to double again, so the burst's runs lose ~2 bits per
+     * doubling instead of all the budget in a few flushes (up to 52 bits
+     * per item, mostly exact keys, when each run was sized for the items
+     * the plan still expected; 44 now). */
+    fprintf(stderr, "[stat] bursts of 12,000 after 30-180 items: worst %.1f bits per item\n",
+            worst);
+    assert_true(worst <= 46);
 }
 
 static void test_capped_segments_bounded(void **state)
