@@ -1,7 +1,8 @@
 """test_states.py — every state a key can reach off the steady path loads
 back: histories migrated from legacy ZSETs and SETs spanning one to three
 windows, AT imports in every order, re-add storms and huge batches on capped
-keys, and the capped EXACT INT fold.  After each workload the answers and
+keys, the capped EXACT INT fold, a burst far past a light history's plan,
+and a small capped key whose fingerprints collide as ids are added again.  After each workload the answers and
 bytes of every key must survive DEBUG RELOAD, a restart from RDB, a restart
 from AOF, a replica's full sync and DUMP/RESTORE; nothing may be refused and
 the server must stay up.  (make test-module-san runs this file against the
@@ -154,6 +155,39 @@ def write_everything(server, tmp_path):
     assert dump[dump.find(b"SEEN") + 4] == 3, "the fed key should hold a run grown in place"
     w.expect("feed", ["h%d-%d" % (d, i) for d in range(60, 0, -7) for i in range(0, 1200, 13)] +
              ["f%d-%d" % (p, i) for p in range(300) for i in range(0, 20, 3)])
+
+    # Bursts far past the plan: a light history over the window, then
+    # 12,000 items in live pages within seconds (runs sized to double, then
+    # exact keys).  For these two histories the flush once refused most of
+    # the burst's pages as over the budget.
+    for v, hist_n in ((6, 62), (8, 76)):
+        key = "burst%d" % v
+        hist = ["bh%d-%d" % (v, i) for i in range(hist_n)]
+        for i, it in enumerate(hist):
+            c.execute_command("SEEN.INSERT", key, "AT", now - 89 * DAY + i * (88 * DAY // hist_n),
+                              "ITEMS", it)
+        c.execute_command("SEEN.COMPACT", key)
+        pipe = c.pipeline(transaction=False)
+        pages = [["bb%d-%d-%d" % (v, p, i) for i in range(20)] for p in range(600)]
+        for page in pages:
+            pipe.execute_command("SEEN.ADD", key, *page)
+        pipe.execute()  # raises on a refused write
+        w.expect(key, hist + [it for page in pages[::7] for it in page])
+
+    # A small capped key at a high error, a few ids added again and again:
+    # fingerprint collisions move shadow marks (the count must stay safe).
+    c.execute_command("SEEN.RESERVE", "collide", "WINDOW", "0", "CAPACITY", "10", "SLICES", "64",
+                      "ERROR", "0.01")
+    order = [rng.randrange(40) for _ in range(3000)]
+    pipe = c.pipeline(transaction=False)
+    for i in order:
+        pipe.execute_command("SEEN.ADD", "collide", "c%d" % i)
+    pipe.execute()
+    recent = []
+    for i in reversed(order):
+        if "c%d" % i not in recent:
+            recent.append("c%d" % i)
+    w.expect("collide", recent[:8])
 
     # Removes from large keys.
     c.execute_command("SEEN.REMOVE", "imp:time", "ITEMS", *w.keys["imp:time"][0][:50])
