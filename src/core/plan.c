@@ -274,6 +274,14 @@ void seen__runlist_replace(runlist *rl, uint32_t a, uint32_t b, const seen__run 
     }
 }
 
+/* What re-encoding run r at divisor c (>= its own) adds to the budget's
+ * use: n * c less what it uses now, which is nothing for exact keys (the
+ * budget does not count them), not n * 1. */
+static unsigned __int128 mass_added(const seen__run *r, uint64_t c)
+{
+    return (unsigned __int128)r->n * c - run_mass(r);
+}
+
 static unsigned __int128 usage_except(const runlist *rl, uint32_t a, uint32_t b)
 {
     unsigned __int128 u = 0;
@@ -544,16 +552,10 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
             unsigned __int128 used = usage_except(rl, 0, 0);
             unsigned __int128 room = budget > used ? budget - used : 0;
             uint64_t c = r->c;
-            /* What the run would add to the budget's use at divisor x:
-             * n * x less what it uses now — nothing if it holds exact keys,
-             * which the budget does not count. */
-            unsigned __int128 held = run_mass(r);
-#define EXTRA_AT(x) ((unsigned __int128)r->n * (x)-held)
-            if (plan > c && divides(c, plan) && EXTRA_AT(plan) <= room)
+            if (plan > c && divides(c, plan) && mass_added(r, plan) <= room)
                 c = plan; /* straight to the plan: then it merges with its runs */
-            while (c <= UINT64_MAX / 2 && (double)(c * 2) <= band && EXTRA_AT(c * 2) <= room)
+            while (c <= UINT64_MAX / 2 && (double)(c * 2) <= band && mass_added(r, c * 2) <= room)
                 c *= 2;
-#undef EXTRA_AT
             if (c == r->c)
                 continue;
             const seen__run *in[1] = {r};
