@@ -64,8 +64,8 @@ static seen_err next_renumber(const seen_set *s, next_state *ns)
  * the mark goes to the newest live segment with an unmarked entry: a count
  * too low for a segment only keeps more (never fewer) than `capacity`
  * items, and the total is right again.  The mark stays until its segment
- * is forgotten: each such collision (about one re-add in 1/error) keeps
- * one item more than the cap needs.
+ * is forgotten: each such collision (a re-add meets one with probability
+ * about the error rate) keeps one item more than the cap needs.
  */
 static void mark_unplaced_shadow(const seen_set *s, next_state *ns)
 {
