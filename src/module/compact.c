@@ -98,7 +98,8 @@ void seen_compact_schedule(RedisModuleCtx *ctx, RedisModuleString *name, seen_ke
 void seen_compact_note_loaded(RedisModuleIO *io, const seen_key *k)
 {
     const RedisModuleString *name = RedisModule_GetKeyNameFromIO(io);
-    if (name == NULL || k->set == NULL || !seen_compactable(k->set, RedisModule_Milliseconds()))
+    seen_set *set = seen_key_unpacked(k);
+    if (name == NULL || set == NULL || !seen_compactable(set, RedisModule_Milliseconds()))
         return;
     note(RedisModule_GetDbIdFromIO(io), name, AFTER_LOADING);
 }

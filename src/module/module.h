@@ -26,22 +26,27 @@
  * ~600 of the set's tables), unpacked while a command uses it and packed
  * again when the command ends (seen_keys_settle).  A larger set stays
  * unpacked.  Use seen_key_set() to reach the set in either form.
+ *
+ * Every key pays for this record, so it is kept to 32 bytes, one of the
+ * allocator's classes: one pointer serves both forms (while a command
+ * reads a packed key, its bytes wait in the list of keys that command
+ * touched, type.c), and the small fields share a word.
  */
 typedef struct seen_key {
-    seen_set *set;   /* NULL while packed */
-    uint8_t *packed; /* the serialized set, or NULL; kept beside an
-                        unpacked set until a write changes it */
+    void *body; /* the seen_set, or its serialized bytes while packed */
     /* Added to the time everything is forgotten, so keys written at the same
      * moment expire at different times.  Drawn once, when the key is made,
      * and kept with it so replicas and reloads compute the same TTL. */
     int64_t jitter_ms;
-    /* This key's share of the INFO totals, as of its last write. */
-    uint64_t counted_items;
+    /* This key's share of the INFO totals, as of its last write.  Items fit
+     * 40 bits: a set holds at most 64 runs of fewer than 2^32 values and a
+     * head of 2^22 entries (the core's limits), under 2^39. */
     uint64_t counted_bytes;
-    uint32_t packed_len;
-    uint8_t flags;  /* SEEN_KEY_* (validated before they get here) */
-    uint8_t listed; /* unpacked by the current command */
-    /* 48 bytes, one of the allocator's classes: every key pays it. */
+    uint64_t counted_items : 40;
+    uint64_t packed_len : 21; /* 0: body is the set; else its bytes' length,
+                                 at most SEEN_PACK_MAX_BYTES_LIMIT */
+    uint64_t flags : 1;       /* SEEN_KEY_* (validated before they get here) */
+    uint64_t listed : 1;      /* touched by the current command */
 } seen_key;
 
 extern RedisModuleType *seen_type;
@@ -62,6 +67,11 @@ void seen_keys_settle(int64_t now);
 void seen_key_account(seen_key *key, int64_t now);
 /* Memory the key holds as it rests (what MEMORY USAGE counts for it). */
 size_t seen_key_bytes(const seen_key *key);
+/* The key's set if it is unpacked, else NULL (no unpacking). */
+static inline seen_set *seen_key_unpacked(const seen_key *key)
+{
+    return key->packed_len ? NULL : (seen_set *)key->body;
+}
 /* Register the data type; REDISMODULE_ERR on failure. */
 int seen_type_register(RedisModuleCtx *ctx);
 

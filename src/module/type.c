@@ -34,12 +34,14 @@ seen_stats seen_counters;
 
 /* ------------------------------------------------------------ values */
 
-_Static_assert(sizeof(seen_key) <= 48, "a key record fits the 48-byte allocation class");
+_Static_assert(sizeof(seen_key) == 32, "a key record fits the 32-byte allocation class");
+_Static_assert(SEEN_PACK_MAX_BYTES_LIMIT < (1 << 21), "a packed length fits its 21 bits");
+_Static_assert(SEEN_KEY_FLAGS_ALL == 1, "the key's flags fit their one bit");
 
 seen_key *seen_key_new(seen_set *set, uint32_t flags, int64_t jitter_ms)
 {
     seen_key *k = RedisModule_Alloc(sizeof *k);
-    *k = (seen_key){.set = set, .flags = (uint8_t)flags, .jitter_ms = jitter_ms};
+    *k = (seen_key){.body = set, .flags = flags & SEEN_KEY_FLAGS_ALL, .jitter_ms = jitter_ms};
     atomic_fetch_add_explicit(&seen_counters.keys, 1, memory_order_relaxed);
     return k;
 }
@@ -54,48 +56,73 @@ static uint8_t *serialize(const seen_set *set, size_t *len)
     return buf;
 }
 
-/* The keys the current command (or timer) unpacked or changed. */
-static seen_key **touched;
+/*
+ * The keys the current command (or timer) unpacked or changed.  A packed
+ * key a command unpacks holds its set meanwhile, and its bytes wait here:
+ * if nothing writes, they are its resting form again when the command
+ * ends, without serializing anything.
+ */
+typedef struct touched_key {
+    seen_key *k;
+    uint8_t *packed; /* the bytes it rested as, NULL once a write changed it */
+    uint32_t packed_len;
+} touched_key;
+
+static touched_key *touched;
 static size_t ntouched, touched_cap;
 
-static void touch(seen_key *k)
+static touched_key *touch(seen_key *k)
 {
     if (k->listed)
-        return;
+        return NULL;
     if (ntouched == touched_cap) {
         touched_cap = touched_cap ? 2 * touched_cap : 16;
         touched = RedisModule_Realloc(touched, touched_cap * sizeof *touched);
     }
-    touched[ntouched++] = k;
+    touched[ntouched] = (touched_key){k, NULL, 0};
     k->listed = 1;
+    return &touched[ntouched++];
 }
 
-static void drop_packed(seen_key *k)
+/* The entry of a listed key; the newest first, as the key a write
+ * changes is the one it just unpacked. */
+static touched_key *touched_entry(const seen_key *k)
 {
-    if (k->packed)
-        RedisModule_Free(k->packed);
-    k->packed = NULL;
-    k->packed_len = 0;
+    for (size_t i = ntouched; k->listed && i-- > 0;)
+        if (touched[i].k == k)
+            return &touched[i];
+    return NULL;
 }
 
 seen_set *seen_key_set(seen_key *k)
 {
-    if (k->set == NULL) {
+    if (k->packed_len) {
+        seen_set *set;
         /* Bytes this module wrote and validated when they came in: they
          * load unless memory is corrupt, and then nothing can go on. */
-        if (seen_deserialize_trusted(k->packed, k->packed_len, &k->set) != SEEN_OK) {
+        if (seen_deserialize_trusted(k->body, k->packed_len, &set) != SEEN_OK) {
             RedisModule_Log(NULL, "warning", "seen: a packed set in memory does not load");
             abort();
         }
-        touch(k);
+        touched_key *t = touch(k); /* not listed yet: a listed key is unpacked */
+        t->packed = k->body;
+        t->packed_len = k->packed_len;
+        k->body = set;
+        k->packed_len = 0;
     }
-    return k->set;
+    return k->body;
 }
 
 void seen_key_changed(seen_key *k)
 {
-    drop_packed(k);
-    touch(k);
+    seen_key_set(k);
+    touched_key *t = touched_entry(k);
+    if (t == NULL) {
+        touch(k);
+    } else if (t->packed) {
+        RedisModule_Free(t->packed);
+        t->packed = NULL;
+    }
 }
 
 /* Rest as packed bytes if the set is small enough and they take less
@@ -103,36 +130,60 @@ void seen_key_changed(seen_key *k)
  * quarter more at a few KB), where a set's runs are cut to fit them. */
 static void pack(seen_key *k)
 {
-    if (k->set == NULL || k->packed)
+    seen_set *set = seen_key_unpacked(k);
+    if (set == NULL)
         return;
-    size_t need = seen_serialized_size(k->set), len = 0;
+    size_t need = seen_serialized_size(set), len = 0;
     if (need > seen_cfg.pack_max_bytes)
         return;
     uint8_t *bytes = RedisModule_Alloc(need ? need : 1);
-    if (seen_serialize(k->set, bytes, need, &len) != SEEN_OK ||
-        RedisModule_MallocSize(bytes) >= seen_bytes(k->set)) {
+    if (seen_serialize(set, bytes, need, &len) != SEEN_OK ||
+        RedisModule_MallocSize(bytes) >= seen_bytes(set)) {
         RedisModule_Free(bytes);
         return;
     }
-    k->packed = bytes;
-    k->packed_len = (uint32_t)len;
-    seen_free(k->set);
-    k->set = NULL;
+    k->body = bytes;
+    k->packed_len = len;
+    seen_free(set);
+}
+
+/* What the key holds as it rests, `packed` being its bytes while a
+ * command reads it unpacked. */
+static size_t resting_bytes(const seen_key *k, const uint8_t *packed)
+{
+    size_t b = RedisModule_MallocSize((void *)k);
+    if (packed)
+        return b + RedisModule_MallocSize((void *)packed);
+    return b + (k->packed_len ? RedisModule_MallocSize(k->body) : seen_bytes(k->body));
+}
+
+static void account(seen_key *k, int64_t now, const uint8_t *packed)
+{
+    seen_set *set = seen_key_unpacked(k);
+    uint64_t items = set ? seen_count(set, now) : k->counted_items;
+    uint64_t bytes = resting_bytes(k, packed);
+    /* Unsigned wrap-around makes add-then-subtract exact either way. */
+    atomic_fetch_add_explicit(&seen_counters.items, items - k->counted_items, memory_order_relaxed);
+    atomic_fetch_add_explicit(&seen_counters.bytes, bytes - k->counted_bytes, memory_order_relaxed);
+    k->counted_items = items;
+    k->counted_bytes = bytes;
 }
 
 void seen_keys_settle(int64_t now)
 {
     for (size_t i = 0; i < ntouched; i++) {
-        seen_key *k = touched[i];
+        touched_key *t = &touched[i];
+        seen_key *k = t->k;
         k->listed = 0;
-        if (k->packed) { /* only read: the bytes still hold */
-            seen_free(k->set);
-            k->set = NULL;
+        if (t->packed) { /* only read: the bytes still hold */
+            seen_free(k->body);
+            k->body = t->packed;
+            k->packed_len = t->packed_len;
             continue;
         }
-        seen_key_account(k, now); /* items, from the set */
+        account(k, now, NULL); /* items, from the set */
         pack(k);
-        seen_key_account(k, now); /* bytes, as it rests */
+        account(k, now, NULL); /* bytes, as it rests */
     }
     ntouched = 0;
 }
@@ -143,29 +194,29 @@ void seen_key_free(seen_key *k)
     atomic_fetch_sub_explicit(&seen_counters.items, k->counted_items, memory_order_relaxed);
     atomic_fetch_sub_explicit(&seen_counters.bytes, k->counted_bytes, memory_order_relaxed);
     /* A key deleted by the command that unpacked it leaves the list. */
-    for (size_t i = 0; k->listed && i < ntouched; i++)
-        if (touched[i] == k)
-            touched[i--] = touched[--ntouched];
-    seen_free(k->set);
-    drop_packed(k);
+    touched_key *t = touched_entry(k);
+    if (t) {
+        if (t->packed)
+            RedisModule_Free(t->packed);
+        *t = touched[--ntouched];
+    }
+    if (k->packed_len)
+        RedisModule_Free(k->body);
+    else
+        seen_free(k->body);
     RedisModule_Free(k);
 }
 
 size_t seen_key_bytes(const seen_key *k)
 {
-    size_t b = RedisModule_MallocSize((void *)k);
-    return b + (k->packed ? RedisModule_MallocSize(k->packed) : seen_bytes(k->set));
+    const touched_key *t = touched_entry(k);
+    return resting_bytes(k, t ? t->packed : NULL);
 }
 
 void seen_key_account(seen_key *k, int64_t now)
 {
-    uint64_t items = k->set ? seen_count(k->set, now) : k->counted_items;
-    uint64_t bytes = seen_key_bytes(k);
-    /* Unsigned wrap-around makes add-then-subtract exact either way. */
-    atomic_fetch_add_explicit(&seen_counters.items, items - k->counted_items, memory_order_relaxed);
-    atomic_fetch_add_explicit(&seen_counters.bytes, bytes - k->counted_bytes, memory_order_relaxed);
-    k->counted_items = items;
-    k->counted_bytes = bytes;
+    const touched_key *t = touched_entry(k);
+    account(k, now, t ? t->packed : NULL);
 }
 
 bool seen_key_meta_valid(uint32_t flags, int64_t jitter_ms, const seen_policy *policy)
@@ -186,13 +237,14 @@ seen_err seen_key_deserialize(const uint8_t *buf, size_t len, seen_set **out)
  * now (*owned true: free it). */
 static const uint8_t *stored_bytes(const seen_key *k, size_t *len, bool *owned)
 {
-    if (k->packed) {
-        *len = k->packed_len;
+    const touched_key *t = touched_entry(k);
+    if (k->packed_len || (t && t->packed)) {
+        *len = k->packed_len ? k->packed_len : t->packed_len;
         *owned = false;
-        return k->packed;
+        return k->packed_len ? k->body : t->packed;
     }
     *owned = true;
-    return serialize(k->set, len);
+    return serialize(k->body, len);
 }
 
 static void release_bytes(const uint8_t *buf, bool owned)
@@ -313,7 +365,8 @@ static size_t type_free_effort(RedisModuleString *key, const void *value)
 {
     (void)key;
     const seen_key *k = value;
-    return k->set ? 4 + seen_runs(k->set, NULL, 0) : 2;
+    seen_set *set = seen_key_unpacked(k);
+    return set ? 4 + seen_runs(set, NULL, 0) : 2;
 }
 
 static void *type_copy(RedisModuleString *from, RedisModuleString *to, const void *value)
@@ -322,16 +375,16 @@ static void *type_copy(RedisModuleString *from, RedisModuleString *to, const voi
     (void)to;
     const seen_key *k = value;
     seen_key *c;
-    if (k->packed) {
+    if (k->packed_len) {
         c = seen_key_new(NULL, k->flags, k->jitter_ms);
-        c->packed = RedisModule_Alloc(k->packed_len);
-        memcpy(c->packed, k->packed, k->packed_len);
+        c->body = RedisModule_Alloc(k->packed_len);
+        memcpy(c->body, k->body, k->packed_len);
         c->packed_len = k->packed_len;
         atomic_fetch_add_explicit(&seen_counters.items, k->counted_items, memory_order_relaxed);
         c->counted_items = k->counted_items;
     } else {
         seen_set *copy;
-        if (seen_copy(k->set, &copy) != SEEN_OK)
+        if (seen_copy(k->body, &copy) != SEEN_OK)
             return NULL;
         c = seen_key_new(copy, k->flags, k->jitter_ms);
     }
