@@ -2,9 +2,11 @@
  * format.c — the serialized form of a seen set (normative spec:
  * docs/FORMAT.md).  Little-endian throughout, a magic and a version first,
  * every variable-length part preceded by its count, an XXH3-64 checksum
- * last.  Version 2 (written) stores the integers of headers as varints and
- * times relative to the set's origin, so a small set's fixed part is a few
- * dozen bytes; version 1 (fixed-width fields) still loads.  The loader
+ * last.  Version 4 (written) leaves out the policy fields that hold their
+ * usual values and stores times relative to each other, so a small set's
+ * fixed part is about 30 bytes: the module keeps small keys in memory as
+ * these bytes.  Versions 1 (fixed-width fields), 2 (varints) and 3 (runs
+ * only a delete or a cut by rank makes) still load.  The loader
  * trusts nothing: it verifies the checksum, then every field, then decodes
  * every run completely (run_read.c's validator) before the set is handed out.
  * Malformed input gets an error, never a crash and never a read outside the
@@ -24,14 +26,25 @@
  * deletes allowed (run_layout.h); a set holding neither is written as
  * version 2, which readers of version 2 load. */
 #define FORMAT_V3 3u
+/* Version 4 is version 3 with a header that leaves out the policy fields
+ * holding the values below and writes newest and hwm_clock relative to
+ * clock (a live set's are at or near it).  These values belong to the
+ * format: they stay as they are whatever seen_policy_default() becomes. */
+#define FORMAT_V4 4u
+#define V4_USUAL_WINDOW_MS UINT64_C(7776000000) /* 90 days */
+#define V4_USUAL_SLICES 4u
+#define V4_USUAL_ERROR 0.001
+#define V4_USUAL_CAPACITY 0u
+#define V4_USUAL_EXACT_LIMIT 16u
 
 /* Sizes of the fixed parts in version 1, and the least they take in
- * version 2, in bytes (see docs/FORMAT.md). */
+ * versions 2 to 4, in bytes (see docs/FORMAT.md). */
 #define V1_HEADER_BYTES 106u
 #define V1_SEGMENT_BYTES 29u
 #define V1_HEAD_ENTRY_BYTES 12u
 #define V1_RUN_HEADER_BYTES 78u
 #define V2_HEADER_MIN_BYTES 24u
+#define V4_HEADER_MIN_BYTES 18u
 #define V2_SEGMENT_MIN_BYTES 4u
 #define V2_HEAD_ENTRY_MIN_BYTES 9u
 #define V2_RUN_HEADER_MIN_BYTES 16u
@@ -42,6 +55,14 @@
 #define V2_IDS_INT 2u
 #define V2_ERROR_RAW 4u /* error as f64, not as a decimal m / 10^e */
 #define V2_FLAGS_KNOWN 7u
+/* Version 4 adds one flag per policy field: set when the field is written
+ * (its value is not the format's usual one, above). */
+#define V4_GIVEN_WINDOW 8u
+#define V4_GIVEN_SLICES 16u
+#define V4_GIVEN_ERROR 32u
+#define V4_GIVEN_CAPACITY 64u
+#define V4_GIVEN_EXACT_LIMIT 128u
+#define V4_FLAGS_KNOWN 255u
 
 /* Powers of ten exact in binary64 (10^22 is the last). */
 static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
@@ -143,19 +164,6 @@ static size_t run_payload_bytes(const seen__run *r)
            (size_t)((r->code_bits + 7) / 8);
 }
 
-static void write_all(const seen_set *s, wbuf *w);
-
-size_t seen_serialized_size(const seen_set *s)
-{
-    if (s == NULL)
-        return 0;
-    /* A dry run: the writer counts bytes even when it has nowhere to put
-     * them, so size and content cannot disagree. */
-    wbuf w = {NULL, 0, 0};
-    write_all(s, &w);
-    return w.len + CHECKSUM_BYTES;
-}
-
 static void write_payload(wbuf *w, const seen__run *r)
 {
     /* index, tags and codes are byte strings already (LE bit order) */
@@ -171,36 +179,70 @@ static void write_payload(wbuf *w, const seen__run *r)
     }
 }
 
-static void write_all(const seen_set *s, wbuf *w)
+/* The version a set is written in by default, and the oldest that can
+ * hold it (2, or 3 for a run only version 3 allows). */
+#define FORMAT_WRITTEN FORMAT_V4
+
+static unsigned oldest_version(const seen_set *s)
+{
+    for (uint32_t i = 0; i < s->nruns; i++)
+        if (run_ranked(&s->runs[i]) || !nbuckets_canonical(s->runs[i].n, s->runs[i].nbuckets) ||
+            s->runs[i].loose_ends)
+            return FORMAT_V3;
+    return FORMAT_V2;
+}
+
+/* The header of versions 2 to 4 up to next_seg_id.  Versions 2 and 3
+ * write every policy field and times relative to origin; version 4 only
+ * the policy fields that differ from the usual values, and newest and
+ * hwm_clock relative to clock. */
+static void write_header_varint(const seen_set *s, wbuf *w, bool v4)
 {
     const seen_policy *p = &s->policy;
     uint64_t m = 0;
     uint8_t e = 0;
     bool decimal = error_decimal(p->error, &m, &e);
-    put(w, FORMAT_MAGIC, 4);
-    bool v3 = false;
-    for (uint32_t i = 0; i < s->nruns; i++)
-        v3 |= run_ranked(&s->runs[i]) || !nbuckets_canonical(s->runs[i].n, s->runs[i].nbuckets) ||
-              s->runs[i].loose_ends;
-    put_u16(w, v3 ? FORMAT_V3 : FORMAT_V2);
-    put_uv(w, (s->has_origin ? V2_HAS_ORIGIN : 0) | (p->ids == SEEN_IDS_INT ? V2_IDS_INT : 0) |
-                  (decimal ? 0 : V2_ERROR_RAW));
-    put_uv(w, p->window_ms);
-    put_uv(w, p->slices);
-    if (decimal) {
-        put_uv(w, m);
-        put_u8(w, e);
-    } else {
-        put_f64(w, p->error);
+    uint64_t given = V4_FLAGS_KNOWN;
+    if (v4) {
+        given = p->window_ms != V4_USUAL_WINDOW_MS ? V4_GIVEN_WINDOW : 0;
+        given |= p->slices != V4_USUAL_SLICES ? V4_GIVEN_SLICES : 0;
+        given |= p->error != V4_USUAL_ERROR ? V4_GIVEN_ERROR : 0;
+        given |= p->capacity != V4_USUAL_CAPACITY ? V4_GIVEN_CAPACITY : 0;
+        given |= p->exact_limit != V4_USUAL_EXACT_LIMIT ? V4_GIVEN_EXACT_LIMIT : 0;
     }
-    put_uv(w, p->capacity);
-    put_uv(w, p->exact_limit);
+    uint64_t flags = (s->has_origin ? V2_HAS_ORIGIN : 0) |
+                     (p->ids == SEEN_IDS_INT ? V2_IDS_INT : 0) |
+                     (!decimal && (given & V4_GIVEN_ERROR) ? V2_ERROR_RAW : 0);
+    put_uv(w, flags | (v4 ? given : 0));
+    if (given & V4_GIVEN_WINDOW)
+        put_uv(w, p->window_ms);
+    if (given & V4_GIVEN_SLICES)
+        put_uv(w, p->slices);
+    if (given & V4_GIVEN_ERROR) {
+        if (decimal) {
+            put_uv(w, m);
+            put_u8(w, e);
+        } else {
+            put_f64(w, p->error);
+        }
+    }
+    if (given & V4_GIVEN_CAPACITY)
+        put_uv(w, p->capacity);
+    if (given & V4_GIVEN_EXACT_LIMIT)
+        put_uv(w, p->exact_limit);
     put_uv(w, (uint64_t)s->origin);
     put_zz(w, s->clock - s->origin);
-    put_zz(w, s->newest - s->origin);
+    put_zz(w, v4 ? s->clock - s->newest : s->newest - s->origin);
     put_shifted(w, s->plan_c);
     put_uv(w, s->hwm);
-    put_zz(w, s->hwm_clock - s->origin);
+    put_zz(w, v4 ? s->clock - s->hwm_clock : s->hwm_clock - s->origin);
+}
+
+static void write_all(const seen_set *s, wbuf *w, unsigned version)
+{
+    put(w, FORMAT_MAGIC, 4);
+    put_u16(w, (uint16_t)version);
+    write_header_varint(s, w, version == FORMAT_V4);
     put_uv(w, s->next_seg_id);
     put_uv(w, s->nsegs);
     put_uv(w, s->nruns);
@@ -233,7 +275,7 @@ static void write_all(const seen_set *s, wbuf *w)
         put_uv(w, r->nsegs);
         put_u8(w, r->w_bits);
         put_u8(w, r->w_items);
-        if (v3) /* the loose-ends mark rides in the top bit */
+        if (version >= FORMAT_V3) /* the loose-ends mark rides in the top bit */
             put_u8(w, (uint8_t)(r->w_vals | (r->loose_ends ? 0x80u : 0u)));
         const uint32_t *ids = seen__run_segs(r);
         for (uint32_t t = 0; t < r->nsegs; t++)
@@ -242,20 +284,43 @@ static void write_all(const seen_set *s, wbuf *w)
     }
 }
 
-seen_err seen_serialize(const seen_set *s, uint8_t *buf, size_t cap, size_t *written)
+size_t seen__serialized_size_as(const seen_set *s, unsigned version)
 {
-    if (s == NULL || (buf == NULL && cap > 0))
+    if (s == NULL)
+        return 0;
+    /* A dry run: the writer counts bytes even when it has nowhere to put
+     * them, so size and content cannot disagree. */
+    wbuf w = {NULL, 0, 0};
+    write_all(s, &w, version);
+    return w.len + CHECKSUM_BYTES;
+}
+
+seen_err seen__serialize_as(const seen_set *s, unsigned version, uint8_t *buf, size_t cap,
+                            size_t *written)
+{
+    if (s == NULL || (buf == NULL && cap > 0) || version < oldest_version(s) ||
+        version > FORMAT_WRITTEN)
         return SEEN_ERR_ARG;
-    size_t need = seen_serialized_size(s);
+    size_t need = seen__serialized_size_as(s, version);
     if (cap < need)
         return SEEN_ERR_BUFFER;
     wbuf w = {buf, 0, cap};
-    write_all(s, &w);
+    write_all(s, &w, version);
     uint64_t sum = XXH3_64bits(buf, w.len);
     put_u64(&w, sum);
     if (written)
         *written = w.len;
     return SEEN_OK;
+}
+
+size_t seen_serialized_size(const seen_set *s)
+{
+    return seen__serialized_size_as(s, FORMAT_WRITTEN);
+}
+
+seen_err seen_serialize(const seen_set *s, uint8_t *buf, size_t cap, size_t *written)
+{
+    return seen__serialize_as(s, FORMAT_WRITTEN, buf, cap, written);
 }
 
 /* ---------------------------------------------------------------- reader */
@@ -363,14 +428,16 @@ static uint32_t get_f32bits(rbuf *r)
     return (uint32_t)v;
 }
 
-/* origin + d for a version 2 time stored relative to origin; out of range
- * (made invalid for the checks that follow) when d is absurd. */
-static int64_t time_from(rbuf *r, int64_t origin)
+/* base + sign * d for a time stored as its distance d from another
+ * (origin, or in version 4 clock); out of range (made invalid for the
+ * checks that follow) when d is absurd.  Bases lie within +-2^51, so the
+ * result cannot overflow. */
+static int64_t time_from(rbuf *r, int64_t base, int sign)
 {
     int64_t d = get_zz(r);
     if (d > SEEN_MAX_TIME_MS || d < -SEEN_MAX_TIME_MS)
         return -1;
-    return origin + d;
+    return base + sign * d;
 }
 
 static uint64_t get_shifted(rbuf *r)
@@ -470,6 +537,57 @@ static seen_err tag_counts(const seen_set *s, const id_index *ix, uint64_t *phys
     return SEEN_OK;
 }
 
+static double get_error(rbuf *r, bool raw)
+{
+    if (raw)
+        return get_f64(r);
+    uint64_t m = get_uv(r);
+    uint8_t e = get_u8(r);
+    if (m >= DECIMAL_MAX_M || e > DECIMAL_MAX_E) {
+        r->bad = true;
+        return 0;
+    }
+    return (double)m / pow10_exact[e];
+}
+
+/* The header of versions 2 to 4 up to next_seg_id; the fields are checked
+ * against their limits by the caller. */
+static seen_err read_header_varint(rbuf *rb, seen_set *s, uint8_t *ids)
+{
+    seen_policy *p = &s->policy;
+    bool v4 = rb->version == FORMAT_V4;
+    uint64_t flags = get_uv(rb);
+    if (flags & ~(uint64_t)(v4 ? V4_FLAGS_KNOWN : V2_FLAGS_KNOWN))
+        return CORRUPT;
+    /* Version 4: a field is written only when it differs from its usual
+     * value (one form per set), and a raw error only when written. */
+    uint64_t given = v4 ? flags : V4_FLAGS_KNOWN;
+    if ((flags & V2_ERROR_RAW) && !(given & V4_GIVEN_ERROR))
+        return CORRUPT;
+    *ids = (flags & V2_IDS_INT) ? 1 : 0;
+    s->has_origin = (flags & V2_HAS_ORIGIN) ? 1 : 0;
+    p->window_ms = (given & V4_GIVEN_WINDOW) ? get_uv(rb) : V4_USUAL_WINDOW_MS;
+    p->slices = (given & V4_GIVEN_SLICES) ? get_f32bits(rb) : V4_USUAL_SLICES;
+    p->error = (given & V4_GIVEN_ERROR) ? get_error(rb, flags & V2_ERROR_RAW) : V4_USUAL_ERROR;
+    p->capacity = (given & V4_GIVEN_CAPACITY) ? get_uv(rb) : V4_USUAL_CAPACITY;
+    p->exact_limit = (given & V4_GIVEN_EXACT_LIMIT) ? get_f32bits(rb) : V4_USUAL_EXACT_LIMIT;
+    if (v4 && (((flags & V4_GIVEN_WINDOW) && p->window_ms == V4_USUAL_WINDOW_MS) ||
+               ((flags & V4_GIVEN_SLICES) && p->slices == V4_USUAL_SLICES) ||
+               ((flags & V4_GIVEN_ERROR) && p->error == V4_USUAL_ERROR) ||
+               ((flags & V4_GIVEN_CAPACITY) && p->capacity == V4_USUAL_CAPACITY) ||
+               ((flags & V4_GIVEN_EXACT_LIMIT) && p->exact_limit == V4_USUAL_EXACT_LIMIT)))
+        return CORRUPT;
+    uint64_t origin = get_uv(rb);
+    s->origin = origin > (uint64_t)SEEN_MAX_TIME_MS ? -1 : (int64_t)origin;
+    s->clock = time_from(rb, s->origin, 1);
+    s->newest = v4 ? time_from(rb, s->clock, -1) : time_from(rb, s->origin, 1);
+    s->plan_c = get_shifted(rb);
+    s->hwm = get_uv(rb);
+    s->hwm_clock = v4 ? time_from(rb, s->clock, -1) : time_from(rb, s->origin, 1);
+    s->next_seg_id = get_f32bits(rb);
+    return SEEN_OK;
+}
+
 /* `trusted`: bytes this process's writer made (seen_deserialize_trusted):
  * the checksum and the codes are not checked again. */
 static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
@@ -482,12 +600,15 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
     uint16_t version = get_u16(rb);
     if (rb->short_read)
         return SEEN_ERR_FORMAT_TRUNCATED;
-    if (version != FORMAT_V1 && version != FORMAT_V2 && version != FORMAT_V3)
+    if (version < FORMAT_V1 || version > FORMAT_V4)
         return SEEN_ERR_FORMAT_VERSION;
     rb->version = version;
     /* Everything else is covered by the checksum: check it before trusting
      * any length. */
-    if (rb->len < (version == FORMAT_V1 ? V1_HEADER_BYTES : V2_HEADER_MIN_BYTES) + CHECKSUM_BYTES)
+    size_t header_min = version == FORMAT_V1   ? V1_HEADER_BYTES
+                        : version == FORMAT_V4 ? V4_HEADER_MIN_BYTES
+                                               : V2_HEADER_MIN_BYTES;
+    if (rb->len < header_min + CHECKSUM_BYTES)
         return SEEN_ERR_FORMAT_TRUNCATED;
     {
         rbuf tail = {rb->p, rb->len, rb->len - CHECKSUM_BYTES, false, false, version};
@@ -517,32 +638,9 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
         s->next_seg_id = get_u32(rb);
         s->has_origin = get_u8(rb);
     } else {
-        uint64_t flags = get_uv(rb);
-        if (flags & ~(uint64_t)V2_FLAGS_KNOWN)
-            return CORRUPT;
-        ids = (flags & V2_IDS_INT) ? 1 : 0;
-        s->has_origin = (flags & V2_HAS_ORIGIN) ? 1 : 0;
-        p->window_ms = get_uv(rb);
-        p->slices = get_f32bits(rb);
-        if (flags & V2_ERROR_RAW) {
-            p->error = get_f64(rb);
-        } else {
-            uint64_t m = get_uv(rb);
-            uint8_t e = get_u8(rb);
-            if (m >= DECIMAL_MAX_M || e > DECIMAL_MAX_E)
-                return CORRUPT;
-            p->error = (double)m / pow10_exact[e];
-        }
-        p->capacity = get_uv(rb);
-        p->exact_limit = get_f32bits(rb);
-        uint64_t origin = get_uv(rb);
-        s->origin = origin > (uint64_t)SEEN_MAX_TIME_MS ? -1 : (int64_t)origin;
-        s->clock = time_from(rb, s->origin);
-        s->newest = time_from(rb, s->origin);
-        s->plan_c = get_shifted(rb);
-        s->hwm = get_uv(rb);
-        s->hwm_clock = time_from(rb, s->origin);
-        s->next_seg_id = get_f32bits(rb);
+        seen_err err = read_header_varint(rb, s, &ids);
+        if (err != SEEN_OK)
+            return err;
     }
     p->ids = ids == 0 ? SEEN_IDS_STR : SEEN_IDS_INT;
     nsegs = get_f32bits(rb);
@@ -665,7 +763,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
         r.nsegs = get_f32bits(rb);
         r.w_bits = get_u8(rb);
         r.w_items = get_u8(rb);
-        if (version == FORMAT_V3) {
+        if (version >= FORMAT_V3) {
             uint8_t wv = get_u8(rb);
             r.w_vals = wv & 0x7fu;
             r.loose_ends = (wv & 0x80u) != 0;
@@ -678,7 +776,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
             r.nsegs == 0 || r.nsegs > SEEN_MAX_SEGMENTS || r.code_bits > SEEN_MAX_CODE_BITS ||
             r.nbuckets == 0 || r.nbuckets > r.n || r.w_bits > 62 || r.w_items > 40 ||
             r.w_vals > 64 || (r.w_vals != 0) != run_ranked(&r) ||
-            (version != FORMAT_V3 && (run_ranked(&r) || !nbuckets_canonical(r.n, r.nbuckets))))
+            (version < FORMAT_V3 && (run_ranked(&r) || !nbuckets_canonical(r.n, r.nbuckets))))
             return CORRUPT;
         /* In version 2 the ids take at least a byte each, not four. */
         size_t payload = run_payload_bytes(&r);

@@ -476,6 +476,14 @@ seen_err seen__set_check(const seen_set *s);
 /* The head's block size for n entries (a fixed growth sequence). */
 uint32_t seen__head_cap_for(uint32_t n);
 
+/* seen_serialized_size() and seen_serialize() in a given format version,
+ * from the oldest that holds the set (2, or 3 for a run only version 3
+ * allows; SEEN_ERR_ARG below it) to the one written: for tests and
+ * corpora of the versions the loader still reads. */
+size_t seen__serialized_size_as(const seen_set *s, unsigned version);
+seen_err seen__serialize_as(const seen_set *s, unsigned version, uint8_t *buf, size_t cap,
+                            size_t *written);
+
 /* Frees the parts of a set that seen_deserialize may have filled. */
 void seen__set_destroy(seen_set *s);
 

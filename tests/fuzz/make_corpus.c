@@ -2,11 +2,13 @@
  * make_corpus.c — writes the seed corpora of the fuzz targets:
  * tests/fuzz/corpus/load/ gets serialized sets covering every encoding
  * (head only, exact runs, compact runs with tags, capacity steps, dropped
- * and expired segments, INT and STR ids); tests/fuzz/corpus/ops/ gets
+ * and expired segments, INT and STR ids), each in the version written and,
+ * as v2-NAME or v3-NAME, in the oldest version that holds it (what the
+ * writer wrote before version 4); tests/fuzz/corpus/ops/ gets
  * operation programs for each policy byte.  Run once when the format
  * changes (`make fuzz-corpus`); libFuzzer adds what it finds on top.
  */
-#include "seen.h"
+#include "internal.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -34,6 +36,19 @@ static void save_set(const char *dir, const char *name, const seen_set *s)
         exit(1);
     write_file(dir, name, b, w);
     free(b);
+    for (unsigned version = 2; version <= 3; version++) {
+        if (seen__serialize_as(s, version, NULL, 0, &w) == SEEN_ERR_ARG)
+            continue; /* a run this version cannot hold */
+        len = seen__serialized_size_as(s, version);
+        b = malloc(len);
+        if (seen__serialize_as(s, version, b, len, &w) != SEEN_OK)
+            exit(1);
+        char old[96];
+        snprintf(old, sizeof old, "v%u-%s", version, name);
+        write_file(dir, old, b, w);
+        free(b);
+        return;
+    }
 }
 
 static void fill(seen_set *s, rng *r, size_t n, int64_t start, int64_t span, int late)

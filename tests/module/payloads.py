@@ -8,6 +8,7 @@ deeper checks, a valid XXH3 checksum inside the serialized set) so that
 what must reject them is the module's own validation.
 """
 import ctypes
+import os
 import struct
 
 OPCODE_EOF = 0
@@ -15,7 +16,7 @@ OPCODE_UINT = 2
 OPCODE_STRING = 5
 
 # Offsets into a serialized set of core format version 1 (the writer now
-# writes version 2, whose header fields are varints: see v2_header()).
+# writes version 4, whose header fields are varints: see header()).
 SET_HEADER_BYTES = 106
 OFF_WINDOW = 8
 OFF_SLICES = 16
@@ -146,12 +147,19 @@ def dump(client, key):
     return Dump(payload)
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def v1_blob():
     """A set serialized by format version 1 (tests/unit/data): the loader
     still takes it, and its fields sit at fixed offsets."""
-    import os
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    with open(os.path.join(root, "tests", "unit", "data", "v1_window.bin"), "rb") as f:
+    with open(os.path.join(ROOT, "tests", "unit", "data", "v1_window.bin"), "rb") as f:
+        return f.read()
+
+
+def corpus_blob(name):
+    """A serialized set of the loader's fuzz corpus (tests/fuzz/corpus/load)."""
+    with open(os.path.join(ROOT, "tests", "fuzz", "corpus", "load", name), "rb") as f:
         return f.read()
 
 
@@ -176,20 +184,30 @@ def read_uvarint(buf, pos):
             return v, pos
 
 
-V2_HEADER_FIELDS = ["flags", "window", "slices", "error", "capacity", "exact_limit", "origin",
-                    "clock", "newest", "plan", "hwm", "hwm_clock", "next_seg_id", "nsegs",
-                    "nruns", "head_n"]
+HEADER_FIELDS = ["flags", "window", "slices", "error", "capacity", "exact_limit", "origin",
+                 "clock", "newest", "plan", "hwm", "hwm_clock", "next_seg_id", "nsegs",
+                 "nruns", "head_n"]
+# Version 4 writes a policy field only when its flag says so (it differs
+# from the format's usual value).
+V4_GIVEN = {"window": 8, "slices": 16, "error": 32, "capacity": 64, "exact_limit": 128}
 
 
-def v2_header(blob):
-    """Where each header field of a version 2 set starts and ends:
-    {name: (start, end)}; `error` and `plan` span their two parts."""
-    assert blob[4:6] == b"\x02\x00", "not format version 2"
+def version(blob):
+    return blob[4] | blob[5] << 8
+
+
+def header(blob):
+    """Where each header field of a version 2 to 4 set starts and ends:
+    {name: (start, end)}; `error` and `plan` span their two parts, and a
+    policy field version 4 leaves out is empty where it would stand."""
+    assert blob[:4] == b"SEEN" and 2 <= version(blob) <= 4, "not format version 2 to 4"
     pos, spans = 6, {}
     flags = None
-    for name in V2_HEADER_FIELDS:
+    for name in HEADER_FIELDS:
         start = pos
-        if name == "error":
+        if version(blob) == 4 and name in V4_GIVEN and not flags & V4_GIVEN[name]:
+            pass
+        elif name == "error":
             if flags & 4:
                 pos += 8
             else:
@@ -206,7 +224,13 @@ def v2_header(blob):
     return spans
 
 
-def v2_replace(blob, field, raw):
-    """The set with one header field's bytes replaced (checksum fixed)."""
-    start, end = v2_header(blob)[field]
-    return fix_set_checksum(blob[:start] + raw + blob[end:])
+def set_replace(blob, field, raw):
+    """The set with one header field's bytes replaced (checksum fixed); in
+    version 4 a policy field left out is written, and flagged."""
+    spans = header(blob)
+    start, end = spans[field]
+    out = blob[:start] + raw + blob[end:]
+    if version(blob) == 4 and field in V4_GIVEN:
+        flags, flags_end = read_uvarint(blob, 6)
+        out = out[:6] + uvarint(flags | V4_GIVEN[field]) + out[flags_end:]
+    return fix_set_checksum(out)

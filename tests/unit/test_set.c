@@ -917,8 +917,8 @@ static uint8_t *read_fixture(const char *name, size_t *len)
 }
 
 /* Sets written by format version 1 (fixed-width fields) load, answer as
- * they did, and are written back as version 2, which loads to the same
- * bytes; version 2 is smaller. */
+ * they did, and are written back as version 4, which loads to the same
+ * bytes; version 4 is smaller. */
 static void test_loads_version_1(void **state)
 {
     (void)state;
@@ -951,14 +951,14 @@ static void test_loads_version_1(void **state)
                     assert_int_equal(f, 1);
             }
         }
-        size_t len2;
-        uint8_t *v2 = snapshot(s, &len2);
-        assert_int_equal(v2[4], 2);
-        fprintf(stderr, "[stat] %s: %zu bytes in version 1, %zu in version 2\n", names[k], len,
-                len2);
-        assert_true(len2 < len);
+        size_t len4;
+        uint8_t *v4 = snapshot(s, &len4);
+        assert_int_equal(v4[4], 4);
+        fprintf(stderr, "[stat] %s: %zu bytes in version 1, %zu in version 4\n", names[k], len,
+                len4);
+        assert_true(len4 < len);
         s = roundtrip(s);
-        free(v2);
+        free(v4);
         free(v1);
         seen_free(s);
     }
@@ -1402,9 +1402,9 @@ static void test_removal_in_large_runs(void **state)
 }
 
 /* Clustered integer ids with a far outlier: cut by value, nearly every id
- * would share one bucket; the run is cut by rank instead, written as
- * version 3 (refused under version 2), and keeps lookups, deletes and round
- * trips exact.  A set without such a run is still written as version 2. */
+ * would share one bucket; the run is cut by rank instead, which version 3
+ * holds and version 2 refuses, and keeps lookups, deletes and round trips
+ * exact.  A set without such a run can still be written as version 2. */
 static void test_clustered_int_ids(void **state)
 {
     (void)state;
@@ -1433,14 +1433,18 @@ static void test_clustered_int_ids(void **state)
     fprintf(stderr, "[stat] clustered ids: %.2f bits per id serialized\n",
             8.0 * (double)len / (N + 1));
     assert_true(len * 8 < (size_t)(N + 1) * 4);
+    assert_int_equal(seen__serialize_as(s, 2, NULL, 0, &w), SEEN_ERR_ARG);
+    len = seen__serialized_size_as(s, 3);
     uint8_t *b = malloc(len);
-    assert_int_equal(seen_serialize(s, b, len, &w), SEEN_OK);
+    assert_int_equal(seen__serialize_as(s, 3, b, len, &w), SEEN_OK);
     assert_int_equal(b[4] | b[5] << 8, 3);
+    seen_set *loaded = NULL;
+    assert_int_equal(seen_deserialize(b, w, &loaded), SEEN_OK);
+    seen_free(loaded);
     b[4] = 2; /* the same bytes claiming version 2, checksum made good */
     uint64_t sum = XXH3_64bits(b, w - 8);
     for (int k = 0; k < 8; k++)
         b[w - 8 + k] = (uint8_t)(sum >> (8 * k));
-    seen_set *loaded = NULL;
     assert_int_equal(seen_deserialize(b, w, &loaded), SEEN_ERR_FORMAT_CORRUPT);
     free(b);
 
@@ -1469,8 +1473,9 @@ static void test_clustered_int_ids(void **state)
     free(ids);
     seen_free(s);
 
-    /* Spread-out ids: cut by value, version 2; after a delete of the
-     * smallest, which leaves the run's base in place, version 3. */
+    /* Spread-out ids: cut by value, version 2 holds them; after a delete
+     * of the smallest, which leaves the run's base in place, only version
+     * 3 and later do. */
     assert_int_equal(seen_create(&p, &s), SEEN_OK);
     rng r = {test_seed("clustered", 71)};
     uint64_t spread[3000];
@@ -1478,9 +1483,9 @@ static void test_clustered_int_ids(void **state)
         spread[i] = rng_next(&r);
     assert_int_equal(add_ids(s, spread, 3000, NULL, T0, NULL), SEEN_OK);
     assert_int_equal(seen_expire(s, T0), SEEN_OK);
-    len = seen_serialized_size(s);
+    len = seen__serialized_size_as(s, 2);
     b = malloc(len);
-    assert_int_equal(seen_serialize(s, b, len, &w), SEEN_OK);
+    assert_int_equal(seen__serialize_as(s, 2, b, len, &w), SEEN_OK);
     assert_int_equal(b[4] | b[5] << 8, 2);
     free(b);
     uint64_t least = spread[0];
@@ -1488,9 +1493,10 @@ static void test_clustered_int_ids(void **state)
         least = spread[i] < least ? spread[i] : least;
     assert_int_equal(remove_ids(s, &least, 1, T0 + 1, &removed), SEEN_OK);
     assert_int_equal(removed, 1);
-    len = seen_serialized_size(s);
+    assert_int_equal(seen__serialize_as(s, 2, NULL, 0, &w), SEEN_ERR_ARG);
+    len = seen__serialized_size_as(s, 3);
     b = malloc(len);
-    assert_int_equal(seen_serialize(s, b, len, &w), SEEN_OK);
+    assert_int_equal(seen__serialize_as(s, 3, b, len, &w), SEEN_OK);
     assert_int_equal(b[4] | b[5] << 8, 3);
     seen_set *back = NULL;
     assert_int_equal(seen_deserialize(b, w, &back), SEEN_OK);
