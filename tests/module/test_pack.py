@@ -45,10 +45,12 @@ def test_small_keys_cost_little(r):
     # The fixed part of a key: its 32-byte record and the header of its
     # packed set (format version 4 leaves out the usual policy), on top of
     # Redis's own 32 bytes for a one-letter key (dictEntry and key string).
+    # Under jemalloc 64 and 80 bytes are ours; less where the allocator
+    # reports the bytes asked for (the sanitizer build's).
     r.execute_command("SEEN.RESERVE", "e")
     r.execute_command("SEEN.ADD", "k", "x")
     ours = {key: info_map(r.execute_command("SEEN.INFO", key))["bytes"] for key in ("e", "k")}
-    assert ours == {"e": 64, "k": 80}, ours
+    assert ours["e"] <= 64 and ours["k"] <= 80, ours
     assert r.memory_usage("e", samples=0) <= 104
     assert r.memory_usage("k", samples=0) <= 120
     # What a page of items costs on top stays as it was.
