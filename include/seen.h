@@ -223,7 +223,7 @@ typedef struct seen_segment_info {
 typedef enum seen_encoding {
     SEEN_ENC_BUFFER = 0, /* raw recent additions, not yet merged */
     SEEN_ENC_EXACT,      /* sorted exact keys, Golomb-coded gaps */
-    SEEN_ENC_COMPACT     /* sorted fingerprints, Golomb-coded gaps */
+    SEEN_ENC_COMPACT     /* sorted fingerprints: Golomb-coded gaps, or Elias-Fano when large */
 } seen_encoding;
 
 typedef struct seen_run_info {

@@ -29,7 +29,10 @@
 /* Version 4 is version 3 with a header that leaves out the policy fields
  * holding the values below and writes newest and hwm_clock relative to
  * clock (a live set's are at or near it).  These values belong to the
- * format: they stay as they are whatever seen_policy_default() becomes. */
+ * format: they stay as they are whatever seen_policy_default() becomes.
+ * Its runs may also be coded Elias-Fano (run_ef.c): golomb_m 0 marks one,
+ * bucket_w carries its low bits, and its payload has no index (its samples
+ * are rebuilt on load). */
 #define FORMAT_V4 4u
 #define V4_USUAL_WINDOW_MS UINT64_C(7776000000) /* 90 days */
 #define V4_USUAL_SLICES 4u
@@ -158,38 +161,48 @@ static bool error_decimal(double error, uint64_t *m, uint8_t *e)
     return false;
 }
 
+/* Bytes of a run's payload as stored: segment ids (as 4 bytes each),
+ * index, tags and codes; an Elias-Fano run stores no index. */
 static size_t run_payload_bytes(const seen__run *r)
 {
-    return (size_t)r->nsegs * 4 + seen__run_index_bytes(r) + seen__run_tag_bytes(r) +
-           (size_t)((r->code_bits + 7) / 8);
+    return (size_t)r->nsegs * 4 + (seen__run_is_ef(r) ? 0 : seen__run_index_bytes(r)) +
+           seen__run_tag_bytes(r) + (size_t)((r->code_bits + 7) / 8);
 }
 
 static void write_payload(wbuf *w, const seen__run *r)
 {
     /* index, tags and codes are byte strings already (LE bit order) */
     size_t rest = run_payload_bytes(r) - (size_t)r->nsegs * 4;
+    /* An Elias-Fano run's samples are rebuilt on load, not stored. */
+    const uint8_t *from =
+        r->mem + (size_t)r->nsegs * 4 + (seen__run_is_ef(r) ? seen__ef_sample_bytes(r) : 0);
     if (r->tail == NULL) {
-        put(w, r->mem + (size_t)r->nsegs * 4, rest);
+        put(w, from, rest);
     } else {
         /* Split in memory, one byte string here: the tail's first byte is
          * the front's last code byte, whole. */
         size_t tail_codes = (size_t)((r->code_bits + 7) / 8 - r->tail_bit / 8);
-        put(w, r->mem + (size_t)r->nsegs * 4, rest - tail_codes);
+        put(w, from, rest - tail_codes);
         put(w, r->tail, tail_codes);
     }
 }
 
 /* The version a set is written in by default, and the oldest that can
- * hold it (2, or 3 for a run only version 3 allows). */
+ * hold it (2; 3 for a run only version 3 allows; 4 for an Elias-Fano
+ * run). */
 #define FORMAT_WRITTEN FORMAT_V4
 
 static unsigned oldest_version(const seen_set *s)
 {
-    for (uint32_t i = 0; i < s->nruns; i++)
-        if (run_ranked(&s->runs[i]) || !nbuckets_canonical(s->runs[i].n, s->runs[i].nbuckets) ||
-            s->runs[i].loose_ends)
-            return FORMAT_V3;
-    return FORMAT_V2;
+    unsigned v = FORMAT_V2;
+    for (uint32_t i = 0; i < s->nruns; i++) {
+        const seen__run *r = &s->runs[i];
+        if (seen__run_is_ef(r))
+            return FORMAT_V4;
+        if (run_ranked(r) || !nbuckets_canonical(r->n, r->nbuckets) || r->loose_ends)
+            v = FORMAT_V3;
+    }
+    return v;
 }
 
 /* The header of versions 2 to 4 up to next_seg_id.  Versions 2 and 3
@@ -266,7 +279,7 @@ static void write_all(const seen_set *s, wbuf *w, unsigned version)
         put_uv(w, r->base);
         put_uv(w, r->span);
         put_uv(w, r->golomb_m);
-        put_uv(w, r->bucket_w);
+        put_uv(w, seen__run_is_ef(r) ? r->ef.low : r->bucket_w);
         put_uv(w, r->code_bits);
         put_zz(w, r->idx_min_bits);
         put_zz(w, r->idx_min_items);
@@ -330,7 +343,7 @@ typedef struct rbuf {
     size_t len, pos;
     bool short_read;
     bool bad;         /* a varint overlong or out of its field's range */
-    unsigned version; /* FORMAT_V1, V2 or V3 */
+    unsigned version; /* FORMAT_V1 ... V4 */
 } rbuf;
 
 static const uint8_t *take(rbuf *r, size_t n)
@@ -772,6 +785,19 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
             return SEEN_ERR_FORMAT_TRUNCATED;
         if (rb->bad)
             return CORRUPT;
+        bool ef = version >= FORMAT_V4 && r.golomb_m == 0;
+        if (r.golomb_m == 0 && !ef)
+            return CORRUPT; /* no Golomb parameter is 0 */
+        if (ef) {
+            /* Elias-Fano: its low bits ride in bucket_w's place. */
+            if (r.bucket_w > SEEN_EF_MAX_LOW_BITS)
+                return CORRUPT;
+            uint64_t low = r.bucket_w;
+            r.bucket_w = 0;
+            r.ef.low = (uint8_t)low;
+            if (seen__ef_shape(&r) != SEEN_OK)
+                return CORRUPT;
+        }
         if (r.c == 0 || ((s->budget == 0 || s->plan_c == 0) && r.c != 1) || r.n == 0 ||
             r.nsegs == 0 || r.nsegs > SEEN_MAX_SEGMENTS || r.code_bits > SEEN_MAX_CODE_BITS ||
             r.nbuckets == 0 || r.nbuckets > r.n || r.w_bits > 62 || r.w_items > 40 ||
@@ -798,7 +824,9 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
             seen__free(r.mem);
             return SEEN_ERR_FORMAT_TRUNCATED;
         }
-        memcpy(r.mem + (size_t)r.nsegs * 4, rest, payload - (size_t)r.nsegs * 4);
+        /* An Elias-Fano run's samples come before its tags, and later. */
+        memcpy(r.mem + (size_t)r.nsegs * 4 + (ef ? seen__ef_sample_bytes(&r) : 0), rest,
+               payload - (size_t)r.nsegs * 4);
         s->runs[i] = r;
         s->nruns = i + 1;
         /* Each id names a segment, and names it once: the run's ids are
@@ -815,6 +843,8 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
             return err;
         if (!trusted && !s->runs[i].loose_ends && !seen__run_ends_exact(&s->runs[i]))
             return CORRUPT;
+        if (ef)
+            seen__ef_index(&s->runs[i]);
         seen__run_split(&s->runs[i]);
         mass += r.c > 1 ? (unsigned __int128)r.n * r.c : 0;
     }

@@ -29,6 +29,22 @@
 #define SEEN_RANKED_SKEW 4u
 /* Runs this large use buckets of SEEN_BUCKET_ITEMS / 2. */
 #define SEEN_LARGE_RUN 16384u
+/* Compact runs of at least this many values are coded Elias-Fano
+ * (run_ef.c): a lookup then reads a few words wherever its value lies,
+ * where a Golomb bucket is decoded up to it.  Below this size a Golomb
+ * run's index is cheap enough (256-value buckets) that Elias-Fano would
+ * cost 0.35 bit per value more; from here on its buckets hold 128 and the
+ * difference is ~0.3.  The fuzz builds use a small value so that short
+ * programs reach Elias-Fano runs. */
+#ifndef SEEN_EF_MIN_RUN
+#define SEEN_EF_MIN_RUN 16384u
+#endif
+/* A batch with at least 1/SEEN_EF_DENSE_RATIO as many candidates as an
+ * Elias-Fano run has values decodes the run in order; sparser ones look
+ * their candidates up (run_ef.c). */
+#define SEEN_EF_DENSE_RATIO 8u
+/* Values between two samples of an Elias-Fano run's upper bits. */
+#define SEEN_EF_SAMPLE_VALUES 1024u
 
 /* The recent-additions buffer holds items raw (9-12 bytes each) until it is
  * merged into the Golomb-coded runs.  Its limit grows with the set so that
@@ -106,6 +122,9 @@
 #define SEEN_MAX_CODE_BITS (UINT64_C(1) << 58)
 /* The Golomb parameter of a run. */
 #define SEEN_MAX_GOLOMB_M (UINT64_C(1) << 62)
+/* Low bits of an Elias-Fano run's values: a low part is read in one 64-bit
+ * load.  A run whose best width is larger is Golomb-coded instead. */
+#define SEEN_EF_MAX_LOW_BITS 56u
 
 /* A capped set keeps at most about this many segments: past it, a flush
  * merges neighbouring count steps of a slice whose items together fit one
@@ -291,11 +310,19 @@ static inline uint64_t seen__div(const seen__divider *v, uint64_t n)
  * described at the top of run.c.
  */
 typedef struct seen__run {
-    uint64_t c;            /* divisor: value = key / c */
-    uint64_t base;         /* smallest value */
-    uint64_t span;         /* largest value - base */
-    uint64_t golomb_m;     /* Golomb parameter of the gaps */
-    uint64_t bucket_w;     /* bucket of v = (v - base) / bucket_w; 0: cut by rank */
+    uint64_t c;        /* divisor: value = key / c */
+    uint64_t base;     /* smallest value */
+    uint64_t span;     /* largest value - base */
+    uint64_t golomb_m; /* Golomb parameter of the gaps */
+    union {
+        uint64_t bucket_w; /* bucket of v = (v - base) / bucket_w; 0: cut by rank */
+        /* Elias-Fano runs (golomb_m = 0, run_ef.c): low bits per value, and
+         * the spacing (log2 of zeros) and width of the samples of the
+         * upper bits, which stand where a Golomb run's index does. */
+        struct {
+            uint8_t low, shift, wsample;
+        } ef;
+    };
     uint64_t code_bits;    /* bits of Golomb codes */
     int64_t idx_min_bits;  /* smallest deviation of a bucket's bit offset */
     int64_t idx_min_items; /* smallest deviation of a bucket's first item */
@@ -373,6 +400,38 @@ seen_err seen__run_validate(const seen__run *r);
  * (a delete in place may leave them wider; format version 3). */
 bool seen__run_ends_exact(const seen__run *r);
 void seen__run_release(seen__run *r);
+
+/* Runs coded Elias-Fano (run_ef.c), marked by golomb_m = 0. */
+static inline bool seen__run_is_ef(const seen__run *r)
+{
+    return r->golomb_m == 0;
+}
+/* Whether seen__run_encode codes a run of n values over `span` as
+ * Elias-Fano. */
+bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span, bool fine);
+/* The low bits a run of n values over span takes: the fewest total bits. */
+unsigned seen__ef_low_bits(uint64_t n, uint64_t span);
+/* Check the header of an Elias-Fano run (n, span, ef_low, code_bits and
+ * the fields it leaves 0) and set its sample fields from them;
+ * SEEN_ERR_FORMAT_CORRUPT if they do not agree. */
+seen_err seen__ef_shape(seen__run *r);
+seen_err seen__ef_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
+                         size_t n, const uint32_t *seg_ids, uint32_t nsegs);
+/* Bytes of the samples, which stand where a Golomb run's index does. */
+size_t seen__ef_sample_bytes(const seen__run *r);
+/* Fill in the samples of a run whose codes are in place. */
+void seen__ef_index(seen__run *r);
+/* Check the codes of a run read from untrusted bytes (header checked by
+ * seen__ef_shape, samples not yet built). */
+seen_err seen__ef_validate(const seen__run *r);
+void seen__ef_decode(const seen__run *r, uint64_t *vals);
+/* The position in the run of value v, or -1. */
+int64_t seen__ef_find(const seen__run *r, uint64_t v);
+/* seen__run_match for an Elias-Fano run. */
+void seen__ef_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags);
+/* Whether every tag word is a valid base-nsegs number with nothing past
+ * the last value (run_read.c). */
+bool seen__run_tags_ok(const seen__run *r);
 
 /* Looks up a nondecreasing sequence of values in one run. */
 typedef struct seen__cursor {

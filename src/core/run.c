@@ -202,6 +202,8 @@ bool seen__aw_copy(acc_writer *w, const uint8_t *src, uint64_t from, uint64_t nb
 
 size_t seen__run_index_bytes(const seen__run *r)
 {
+    if (seen__run_is_ef(r))
+        return seen__ef_sample_bytes(r);
     uint64_t bits = (uint64_t)(r->nbuckets ? r->nbuckets - 1 : 0) * index_entry_bits(r);
     return (size_t)((bits + 7) / 8);
 }
@@ -257,15 +259,24 @@ void seen__run_split(seen__run *r)
      * readers only pick which block a bucket starts in.  Only for hosts
      * whose allocator reports usable sizes (Redis): with an allocator that
      * rounds little, the second block would cost more than it saves. */
-    if (r->tail != NULL || r->nbuckets < 2 || !seen__alloc_rounds())
+    if (r->tail != NULL || !seen__alloc_rounds())
+        return;
+    const bool ef = seen__run_is_ef(r);
+    if (ef ? r->ef.low == 0 : r->nbuckets < 2)
         return;
     const size_t whole = seen__run_mem_size(r), off = codes_offset(r), bytes = code_bytes(r);
     size_t best = seen__alloc_class(whole);
     uint64_t best_bit = 0;
     uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
-    for (uint32_t j = 1; j < r->nbuckets; j++) {
+    /* Where a cut may go: a bucket start, or in an Elias-Fano run the low
+     * of every 64th value (a byte boundary). */
+    uint32_t cuts = ef ? (r->n - 1) / 64 : r->nbuckets - 1;
+    for (uint32_t j = 1; j <= cuts; j++) {
         uint64_t bit, item;
-        bucket_start(r, sl_bits, sl_items, j, &bit, &item);
+        if (ef)
+            bit = ef_ups_bits(r) + (uint64_t)j * 64 * r->ef.low;
+        else
+            bucket_start(r, sl_bits, sl_items, j, &bit, &item);
         if (bit == 0 || bit >= r->code_bits)
             continue;
         size_t front = off + (size_t)((bit + 7) / 8) + SEEN_RUN_PAD;
@@ -317,6 +328,43 @@ seen_err seen__run_clone(seen__run *dst, const seen__run *src)
     return SEEN_OK;
 }
 
+void seen__run_put_tags(seen__run *r, const uint16_t *tags, const tag_source *old_tags)
+{
+    if (r->nsegs > 1 && old_tags && old_tags->packed) {
+        uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+        uint64_t nw = tag_words(r);
+        for (uint64_t wi = 0; wi < nw; wi++)
+            seen__store64le(tw + wi * 8, old_tags->packed[wi]);
+    } else if (r->nsegs > 1) {
+        uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+        uint32_t per = run_tags_per_word(r);
+        /* Digits of a word, least significant first: collected, then
+         * folded from the top. */
+        uint16_t digits[64];
+        uint32_t nd = 0;
+        uint64_t word_i = 0;
+        size_t total = old_tags ? old_tags->n_old : r->n;
+        for (size_t i = 0; i < total; i++) {
+            if (old_tags && old_tags->skip[i])
+                continue;
+            digits[nd++] = old_tags ? old_tags->tags[i] : tags[i];
+            if (nd == per) {
+                uint64_t word = 0;
+                for (uint32_t d = nd; d > 0; d--)
+                    word = word * r->nsegs + digits[d - 1];
+                seen__store64le(tw + word_i++ * 8, word);
+                nd = 0;
+            }
+        }
+        if (nd > 0) {
+            uint64_t word = 0;
+            for (uint32_t d = nd; d > 0; d--)
+                word = word * r->nsegs + digits[d - 1];
+            seen__store64le(tw + word_i * 8, word);
+        }
+    }
+}
+
 seen_err seen__run_assemble(seen__run *r, const uint64_t *offs, const uint64_t *firsts,
                             const uint64_t *lows, const uint32_t *seg_ids, const uint16_t *tags,
                             const tag_source *old_tags, const uint8_t *codes)
@@ -361,39 +409,7 @@ seen_err seen__run_assemble(seen__run *r, const uint64_t *offs, const uint64_t *
                 seen__bitw_put(&iw, lows[j] - r->base, w_vals);
         }
     }
-    if (r->nsegs > 1 && old_tags && old_tags->packed) {
-        uint8_t *tw = idx + seen__run_index_bytes(r);
-        uint64_t nw = tag_words(r);
-        for (uint64_t wi = 0; wi < nw; wi++)
-            seen__store64le(tw + wi * 8, old_tags->packed[wi]);
-    } else if (r->nsegs > 1) {
-        uint8_t *tw = idx + seen__run_index_bytes(r);
-        uint32_t per = tags_per_word(r->nsegs, NULL);
-        /* Digits of a word, least significant first: collected, then
-         * folded from the top. */
-        uint16_t digits[64];
-        uint32_t nd = 0;
-        uint64_t word_i = 0;
-        size_t total = old_tags ? old_tags->n_old : r->n;
-        for (size_t i = 0; i < total; i++) {
-            if (old_tags && old_tags->skip[i])
-                continue;
-            digits[nd++] = old_tags ? old_tags->tags[i] : tags[i];
-            if (nd == per) {
-                uint64_t word = 0;
-                for (uint32_t d = nd; d > 0; d--)
-                    word = word * r->nsegs + digits[d - 1];
-                seen__store64le(tw + word_i++ * 8, word);
-                nd = 0;
-            }
-        }
-        if (nd > 0) {
-            uint64_t word = 0;
-            for (uint32_t d = nd; d > 0; d--)
-                word = word * r->nsegs + digits[d - 1];
-            seen__store64le(tw + word_i * 8, word);
-        }
-    }
+    seen__run_put_tags(r, tags, old_tags);
     memcpy(r->mem + codes_offset(r), codes, (size_t)((r->code_bits + 7) / 8));
     seen__run_split(r);
     return SEEN_OK;
@@ -493,6 +509,8 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
 {
     if (n == 0 || n > UINT32_MAX || nsegs == 0 || nsegs > SEEN_MAX_SEGMENTS)
         return SEEN_ERR_ARG;
+    if (seen__ef_wanted(c, n, vals[n - 1] - vals[0], fine))
+        return seen__ef_encode(out, c, vals, tags, n, seg_ids, nsegs);
     seen__run r;
     memset(&r, 0, sizeof r);
     r.c = c;

@@ -118,6 +118,8 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
 {
     *removed = 0;
     *applies = false;
+    if (seen__run_is_ef(r))
+        return SEEN_OK; /* rebuilt: see run_ef.c */
     seen__golomb g;
     seen__golomb_init(&g, r->golomb_m);
     seen__divider mdiv;
@@ -295,11 +297,15 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
 {
     *applies = false;
     *held = 0;
+    if (seen__run_is_ef(r))
+        return SEEN_OK;
     /* Buckets grow as values come in: a large run (fine buckets, probed by
      * every add) is rebuilt once they average twice its canonical ones. */
     uint64_t n2 = (uint64_t)r->n + k;
+    /* A run grown to the size Elias-Fano codes is rebuilt as one. */
     if (r->nsegs != 1 || k == 0 || vals[0] < r->base || vals[k - 1] - r->base > r->span ||
         n2 > UINT32_MAX || !nbuckets_allowed(n2, r->nbuckets) ||
+        seen__ef_wanted(r->c, n2, r->span, false) ||
         (n2 >= SEEN_LARGE_RUN && n2 > (uint64_t)r->nbuckets * (SEEN_BUCKET_ITEMS / 2)))
         return SEEN_OK;
     seen__golomb g;

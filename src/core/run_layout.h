@@ -126,11 +126,23 @@ static inline uint64_t canonical_bucket_w(uint32_t nbuckets, uint64_t span)
     return (uint64_t)(((unsigned __int128)span + nbuckets) / nbuckets);
 }
 
+/* Tags per word of run r: base-k digits, as many as a word holds below
+ * 2^64; an Elias-Fano run (format version 4) whose k is a power of two
+ * fills the word, as its digits are then bit fields (k = 4: 32 two-bit
+ * tags, where 4^31 < 2^64 leaves 31). */
+static inline uint32_t run_tags_per_word(const seen__run *r)
+{
+    uint32_t k = r->nsegs;
+    if (r->golomb_m == 0 && k >= 2 && (k & (k - 1)) == 0)
+        return 64 / (uint32_t)__builtin_ctz(k);
+    return tags_per_word(k, NULL);
+}
+
 static inline uint64_t tag_words(const seen__run *r)
 {
     if (r->nsegs <= 1)
         return 0;
-    uint32_t g = tags_per_word(r->nsegs, NULL);
+    uint32_t g = run_tags_per_word(r);
     return ((uint64_t)r->n + g - 1) / g;
 }
 
@@ -226,15 +238,21 @@ static inline void bucket_start(const seen__run *r, uint64_t sl_bits, uint64_t s
     *item = (uint64_t)((int64_t)on_line(sl_items, j) + r->idx_min_items + (int64_t)fi);
 }
 
-/* The tag of the run's item number `item`; per = tags_per_word(nsegs). */
+/* The tag of the run's item number `item`; per = run_tags_per_word(r).
+ * Digits of a power of two are bit fields: a shift, not a division. */
 static inline int tag_at(const seen__run *r, uint32_t per, uint64_t item)
 {
     if (r->nsegs <= 1)
         return 0;
     uint64_t wi = item / per;
+    uint32_t d = (uint32_t)(item - wi * per);
     const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
-    uint64_t word = seen__load64le(tw + wi * 8) / ipow(r->nsegs, (uint32_t)(item - wi * per));
-    return (int)(word % r->nsegs);
+    uint64_t word = seen__load64le(tw + wi * 8);
+    if ((r->nsegs & (r->nsegs - 1)) == 0) {
+        unsigned b = (unsigned)__builtin_ctz(r->nsegs);
+        return (int)((word >> (b * d)) & (r->nsegs - 1));
+    }
+    return (int)(word / ipow(r->nsegs, d) % r->nsegs);
 }
 
 /* Where the codes of the bucket starting at bit pos are: in r->mem, or in
@@ -247,6 +265,13 @@ static inline const uint8_t *bucket_codes(const seen__run *r, uint64_t pos, uint
     }
     *org = 0;
     return r->mem + codes_offset(r);
+}
+
+/* Bits of an Elias-Fano run's uppers with their padding: where its lows
+ * start (run_ef.c). */
+static inline uint64_t ef_ups_bits(const seen__run *r)
+{
+    return ((uint64_t)r->n + (r->span >> r->ef.low) + 63) & ~(uint64_t)63;
 }
 
 static inline size_t code_bytes(const seen__run *r)

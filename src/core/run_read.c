@@ -183,6 +183,11 @@ static bool golomb_get_checked(const uint8_t *buf, uint64_t *pos, uint64_t end,
 
 void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags)
 {
+    if (seen__run_is_ef(r)) {
+        seen__ef_decode(r, vals);
+        seen__run_decode_tags(r, tags);
+        return;
+    }
     seen__golomb g;
     seen__golomb_init(&g, r->golomb_m);
     uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
@@ -221,7 +226,7 @@ void seen__run_decode_tags(const seen__run *r, uint16_t *tags)
     seen__divider kd;
     seen__divider_init(&kd, r->nsegs);
     const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
-    uint32_t per = tags_per_word(r->nsegs, NULL);
+    uint32_t per = run_tags_per_word(r);
     for (size_t i = 0; i < r->n; i += per) {
         uint64_t word = seen__load64le(tw + (i / per) * 8);
         size_t end_i = i + per < r->n ? i + per : r->n;
@@ -233,8 +238,34 @@ void seen__run_decode_tags(const seen__run *r, uint16_t *tags)
     }
 }
 
+bool seen__run_tags_ok(const seen__run *r)
+{
+    /* Every word a valid base-k number, nothing past the last item. */
+    if (r->nsegs <= 1)
+        return true;
+    const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+    uint64_t full;
+    uint32_t per = tags_per_word(r->nsegs, &full);
+    /* A word that fills 64 bits (run_tags_per_word) holds any value. */
+    bool filled = run_tags_per_word(r) != per;
+    per = run_tags_per_word(r);
+    uint64_t words = tag_words(r);
+    for (uint64_t wi = 0; wi < words; wi++) {
+        uint64_t word = seen__load64le(tw + wi * 8);
+        uint64_t digits = (uint64_t)r->n - wi * per;
+        if (digits >= per && filled)
+            continue;
+        uint64_t limit = digits >= per ? full : ipow(r->nsegs, (uint32_t)digits);
+        if (word >= limit)
+            return false;
+    }
+    return true;
+}
+
 seen_err seen__run_validate(const seen__run *r)
 {
+    if (seen__run_is_ef(r))
+        return seen__ef_validate(r);
     if (r->n == 0 || r->nsegs == 0 || r->nsegs > SEEN_MAX_SEGMENTS || r->mem == NULL)
         return CORRUPT;
     if (r->span > UINT64_MAX - r->base || (uint64_t)r->n - 1 > r->span)
@@ -255,20 +286,8 @@ seen_err seen__run_validate(const seen__run *r)
     if (r->code_bits < (uint64_t)r->n || r->code_bits > (UINT64_C(1) << 58))
         return CORRUPT;
 
-    /* Tags: every word a valid base-k number, nothing past the last item. */
-    if (r->nsegs > 1) {
-        const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
-        uint64_t full;
-        uint32_t per = tags_per_word(r->nsegs, &full);
-        uint64_t words = tag_words(r);
-        for (uint64_t wi = 0; wi < words; wi++) {
-            uint64_t word = seen__load64le(tw + wi * 8);
-            uint64_t digits = (uint64_t)r->n - wi * per;
-            uint64_t limit = digits >= per ? full : ipow(r->nsegs, (uint32_t)digits);
-            if (word >= limit)
-                return CORRUPT;
-        }
-    }
+    if (!seen__run_tags_ok(r))
+        return CORRUPT;
 
     /* Bucket starts: checked arithmetic, as the index is untrusted. */
     uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
@@ -361,6 +380,8 @@ seen_err seen__run_validate(const seen__run *r)
 
 bool seen__run_ends_exact(const seen__run *r)
 {
+    if (seen__run_is_ef(r))
+        return true; /* its first value is base and its last base + span */
     uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
     seen__golomb g;
     seen__golomb_init(&g, r->golomb_m);
@@ -391,6 +412,8 @@ void seen__cursor_init(seen__cursor *cur, const seen__run *r)
 {
     memset(cur, 0, sizeof *cur);
     cur->r = r;
+    if (seen__run_is_ef(r))
+        return; /* seen__cursor_find looks each value up */
     seen__golomb_init(&cur->g, r->golomb_m);
     seen__divider_init(&cur->bucket_div, r->bucket_w);
     seen__divider_init(&cur->tag_div, r->nsegs);
@@ -503,6 +526,10 @@ static bool cursor_fill(seen__cursor *cur, uint32_t j)
 int seen__cursor_find(seen__cursor *cur, uint64_t v)
 {
     const seen__run *r = cur->r;
+    if (seen__run_is_ef(r)) {
+        int64_t at = seen__ef_find(r, v);
+        return at < 0 ? -1 : tag_at(r, run_tags_per_word(r), (uint64_t)at);
+    }
     if (v < r->base || v - r->base > r->span)
         return -1;
     uint32_t j = cursor_bucket_of(cur, v);
@@ -573,6 +600,10 @@ int seen__cursor_find(seen__cursor *cur, uint64_t v)
 
 void seen__run_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
 {
+    if (seen__run_is_ef(r)) {
+        seen__ef_match(r, vals, n, tags);
+        return;
+    }
     /* A batch walk: for each bucket holding candidates, decode it whole
      * and find each candidate in it, scanning forward from the previous
      * one. */
@@ -669,6 +700,12 @@ static void probe_start(probe *p, const seen__run *r, uint64_t v)
     p->result = -1;
     if (v < r->base || v - r->base > r->span)
         return;
+    if (seen__run_is_ef(r)) {
+        int64_t at = seen__ef_find(r, v);
+        if (at >= 0)
+            p->result = tag_at(r, run_tags_per_word(r), (uint64_t)at);
+        return;
+    }
     /* One division: a reciprocal pays off only over many candidates. */
     uint32_t j = r->nbuckets <= 1 ? 0
                  : run_ranked(r)  ? ranked_bucket_of(r, v)

@@ -96,5 +96,8 @@ typedef struct tag_source {
 seen_err seen__run_assemble(seen__run *r, const uint64_t *offs, const uint64_t *firsts,
                             const uint64_t *lows, const uint32_t *seg_ids, const uint16_t *tags,
                             const tag_source *old_tags, const uint8_t *codes);
+/* Write the tag words of r (mem allocated, index in place) from `tags`
+ * or `old_tags`, as seen__run_assemble does. */
+void seen__run_put_tags(seen__run *r, const uint16_t *tags, const tag_source *old_tags);
 
 #endif /* SEEN_RUN_WRITE_H */

@@ -142,8 +142,8 @@ def write_everything(server, tmp_path):
 
     # A large key (72,000 items over 60 days) then fed live pages of 20: the
     # flushes add into its recent run in place, which keeps that run's fine
-    # bucket count as it grows (format version 3 and later hold such runs;
-    # the writer writes version 4 for every set, so its bytes no longer tell).
+    # bucket count as it grows (format version 3 and later hold such runs),
+    # beside runs large enough to be coded Elias-Fano (version 4).
     for d in range(60, 0, -1):
         c.execute_command("SEEN.INSERT", "feed", "AT", now - d * DAY, "BULK",
                           "\n".join("h%d-%d" % (d, i) for i in range(1200)))
@@ -153,7 +153,7 @@ def write_everything(server, tmp_path):
         pipe.execute_command("SEEN.ADD", "feed", *["f%d-%d" % (p, i) for i in range(20)])
     pipe.execute()
     dump = c.dump("feed")
-    assert dump[dump.find(b"SEEN") + 4] == 4
+    assert dump[dump.find(b"SEEN") + 4] == 4, "the fed key should hold Elias-Fano runs"
     w.expect("feed", ["h%d-%d" % (d, i) for d in range(60, 0, -7) for i in range(0, 1200, 13)] +
              ["f%d-%d" % (p, i) for p in range(300) for i in range(0, 20, 3)])
 

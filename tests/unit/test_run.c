@@ -1,7 +1,8 @@
 /*
  * test_run.c — white-box tests of the core's building blocks: division by
- * invariant divisors, Golomb-coded runs (encode, decode, validate, point and
- * batch lookups) across value distributions and tag alphabets, and the
+ * invariant divisors, Golomb-coded and Elias-Fano runs (encode, decode,
+ * validate, point and batch lookups) across value distributions and tag
+ * alphabets, and the
  * candidate sort.  Randomised with printed seeds.
  */
 #include "run_layout.h"
@@ -97,9 +98,9 @@ static size_t make_values(rng *r, int shape, size_t n, uint64_t *v)
  * not be none). */
 static int in_place_adds;
 
-/* Encodes, decodes, looks up, clones and corrupts one run; true if the run
- * was stored in two blocks. */
-static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs)
+/* Encodes, decodes, looks up, clones and corrupts one run, Golomb-coded
+ * or (ef) Elias-Fano; true if the run was stored in two blocks. */
+static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
 {
     uint64_t *v = malloc((n + 1) * sizeof *v);
     uint16_t *t = malloc((n + 1) * sizeof *t);
@@ -115,13 +116,38 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs)
     /* Both bucket densities: the writer chooses, the loader accepts either
      * and nothing else. */
     bool fine = rng_below(r, 3) == 0;
-    assert_int_equal(seen__run_encode(&run, 1, v, t, n, ids, nsegs, fine), SEEN_OK);
+    if (ef && seen__ef_low_bits(n, v[n - 1] - v[0]) > SEEN_EF_MAX_LOW_BITS) {
+        /* Too sparse for Elias-Fano: the encoder refuses, the writer
+         * codes such runs Golomb. */
+        assert_false(seen__ef_wanted(2, n, v[n - 1] - v[0], false));
+        assert_int_equal(seen__ef_encode(&run, 2, v, t, n, ids, nsegs), SEEN_ERR_ARG);
+        free(v);
+        free(t);
+        free(dv);
+        free(dt);
+        return false;
+    }
+    if (ef) {
+        assert_int_equal(seen__ef_encode(&run, 2, v, t, n, ids, nsegs), SEEN_OK);
+        assert_true(seen__run_is_ef(&run));
+        /* The header must agree with n and span. */
+        run.ef.low++;
+        assert_int_equal(seen__ef_shape(&run), SEEN_ERR_FORMAT_CORRUPT);
+        run.ef.low--;
+        run.code_bits++;
+        assert_int_equal(seen__ef_shape(&run), SEEN_ERR_FORMAT_CORRUPT);
+        run.code_bits--;
+    } else {
+        assert_int_equal(seen__run_encode(&run, 1, v, t, n, ids, nsegs, fine), SEEN_OK);
+    }
     assert_int_equal(seen__run_validate(&run), SEEN_OK);
     uint32_t per = fine                  ? SEEN_BUCKET_ITEMS / 4
                    : n >= SEEN_LARGE_RUN ? SEEN_BUCKET_ITEMS / 2
                                          : SEEN_BUCKET_ITEMS;
     /* A run cut by rank may add buckets where its values jump. */
-    if (run_ranked(&run))
+    if (ef)
+        assert_int_equal(run.nbuckets, 1);
+    else if (run_ranked(&run))
         assert_true(run.nbuckets >= n / per && nbuckets_allowed(n, run.nbuckets));
     else
         assert_int_equal(run.nbuckets, n / per < 2 ? 1 : n / per);
@@ -136,7 +162,7 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs)
     assert_memory_equal(dt, t, n * sizeof *t);
     /* Buckets stay bounded whatever the values: cut by value where that
      * spreads them, by rank where it would not. */
-    {
+    if (!ef) {
         uint64_t share = (n + run.nbuckets - 1) / run.nbuckets, most = 0;
         uint64_t sl_bits = slope(run.code_bits, run.nbuckets),
                  sl_items = slope(run.n, run.nbuckets);
@@ -229,6 +255,7 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs)
         seen__run edited;
         assert_int_equal(seen__run_without(&edited, &run, gone, k, per_tag, &removed, &applies),
                          SEEN_OK);
+        assert_true(!ef || !applies); /* Elias-Fano runs are rebuilt */
         if (applies && removed > 0) {
             assert_int_equal(removed, k);
             assert_int_equal(seen__run_validate(&edited), SEEN_OK);
@@ -277,6 +304,7 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs)
         bool applies = false;
         seen__run grown;
         assert_int_equal(seen__run_with(&grown, &run, add, k, &held, &applies), SEEN_OK);
+        assert_true(!ef || !applies);
         if (applies) {
             in_place_adds++;
             assert_int_equal(seen__run_validate(&grown), SEEN_OK);
@@ -367,19 +395,22 @@ static void test_runs(void **state)
     }
     alloc_install_classes(); /* large runs are split only where blocks round */
     size_t sizes[] = {1, 2, 3, 17, 255, 256, 257, 511, 512, 1000, 5000, 40000};
-    uint32_t segs[] = {1, 2, 3, 5, 64};
-    for (int shape = 0; shape < 6; shape++)
-        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
-            check_run(&r, shape, sizes[i], segs[(shape + i) % 5]);
+    uint32_t segs[] = {1, 2, 3, 4, 5, 64};
+    for (int ef = 0; ef < 2; ef++)
+        for (int shape = 0; shape < 6; shape++)
+            for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+                check_run(&r, shape, sizes[i], segs[(shape + i) % 6], ef);
     /* Large runs at many sizes put the cut between two blocks at many
-     * places; most of them are worth splitting. */
-    int splits = 0, tried = 0;
-    for (size_t n = 1500; n < 60000; n += 1500 + rng_below(&r, 1500), tried++)
-        splits += check_run(&r, tried % 2 ? 4 : 0, n, 1 + (uint32_t)rng_below(&r, 4));
-    fprintf(stderr, "[stat] runs: %d of %d large runs split, %d in-place adds\n", splits, tried,
-            in_place_adds);
+     * places; most of them are worth splitting, in either layout. */
+    for (int ef = 0; ef < 2; ef++) {
+        int splits = 0, tried = 0;
+        for (size_t n = 1500; n < 60000; n += 1500 + rng_below(&r, 1500), tried++)
+            splits += check_run(&r, tried % 2 ? 4 : 1, n, 1 + (uint32_t)rng_below(&r, 4), ef);
+        fprintf(stderr, "[stat] runs (%s): %d of %d large runs split, %d in-place adds\n",
+                ef ? "Elias-Fano" : "Golomb", splits, tried, in_place_adds);
+        assert_true(splits * 2 > tried);
+    }
     assert_true(in_place_adds > 0);
-    assert_true(splits * 2 > tried);
     seen_set_allocator(NULL);
 }
 

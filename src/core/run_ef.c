@@ -1,0 +1,569 @@
+/*
+ * run_ef.c — runs coded Elias-Fano: the layout of large compact runs, in
+ * which a lookup reads a few words wherever its value lies instead of
+ * decoding a Golomb bucket up to it.
+ *
+ * The n values of a run, as offsets x_i = v_i - base (x_0 = 0, strictly
+ * increasing, x_{n-1} = span), are cut at L low bits (ef.low: the L that
+ * makes n*L + (span >> L) smallest, seen__ef_low_bits):
+ *
+ *   uppers  n + H bits, H = span >> L: value i sets bit (x_i >> L) + i,
+ *           so the values whose high part is h follow the h-th zero; zero
+ *           bits after them up to a multiple of 64 (whole words);
+ *   lows    x_i & (2^L - 1) at bit i*L after the uppers.
+ *
+ * code_bits = roundup64(n + H) + n*L.  Elias-Fano needs about log2(span/n)
+ * + 2 bits per value, 0.4-0.5 bit more than Golomb codes of the same
+ * values, but no bucket index.  What it needs instead is a way to find
+ * the h-th zero: samples, every 2^ef.shift-th zero's end position in the
+ * uppers, ef.wsample bits each, about SEEN_EF_SAMPLE_VALUES values apart
+ * (~0.07 bit per value).  They stand where a Golomb run keeps its index
+ * (mem: segment ids, samples, tags, codes, padding) and are not stored in
+ * the serialized form: they follow from the codes, so a loader rebuilds
+ * them and never trusts them.  Tags are as in a Golomb run (run.c), but a
+ * power-of-two alphabet fills its words (run_tags_per_word).
+ *
+ * Split (seen__run_split): as a Golomb run's codes may end in a second
+ * block, so may the lows, cut at a value whose low starts on a byte; the
+ * uppers always stay in the first block.
+ *
+ * A lookup of x: the sample before high part h = x >> L, popcounts over
+ * whole words to skip the zeros left to the h-th, then the lows of the
+ * (few) values of high part h.  Tags are as in a Golomb run (run.c).
+ *
+ * Edits do not apply in place (seen__run_with and seen__run_without say
+ * so): a large run is rebuilt by the merges that fold runs together, and
+ * a delete from one rebuilds it, linear in its size.
+ */
+#include "run_write.h"
+
+/* ------------------------------------------------------------ shape */
+
+bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span, bool fine)
+{
+    (void)fine;
+    return c > 1 && n >= SEEN_EF_MIN_RUN && n <= UINT32_MAX &&
+           seen__ef_low_bits(n, span) <= SEEN_EF_MAX_LOW_BITS;
+}
+
+unsigned seen__ef_low_bits(uint64_t n, uint64_t span)
+{
+    unsigned best = 0;
+    unsigned __int128 best_cost = (unsigned __int128)span; /* L = 0 */
+    for (unsigned l = 1; l < 64; l++) {
+        unsigned __int128 cost = (unsigned __int128)n * l + (span >> l);
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = l;
+        }
+    }
+    return best;
+}
+
+static inline uint64_t highs(const seen__run *r)
+{
+    return r->span >> r->ef.low;
+}
+
+static inline uint64_t nsamples(const seen__run *r)
+{
+    return highs(r) >> r->ef.shift;
+}
+
+size_t seen__ef_sample_bytes(const seen__run *r)
+{
+    return (size_t)((nsamples(r) * r->ef.wsample + 7) / 8);
+}
+
+seen_err seen__ef_shape(seen__run *r)
+{
+    if (r->n == 0 || r->nbuckets != 1 || r->idx_min_bits != 0 || r->idx_min_items != 0 ||
+        r->w_bits != 0 || r->w_items != 0 || r->w_vals != 0 || r->loose_ends || r->tail != NULL ||
+        r->ef.low > SEEN_EF_MAX_LOW_BITS || r->span > UINT64_MAX - r->base ||
+        (uint64_t)r->n - 1 > r->span || r->ef.low != seen__ef_low_bits(r->n, r->span))
+        return SEEN_ERR_FORMAT_CORRUPT;
+    uint64_t h = highs(r);
+    /* The canonical L keeps H below 2n + 2, so this cannot overflow. */
+    if (r->code_bits != ef_ups_bits(r) + (uint64_t)r->n * r->ef.low ||
+        r->code_bits > SEEN_MAX_CODE_BITS)
+        return SEEN_ERR_FORMAT_CORRUPT;
+    /* Samples 2^s zeros apart, with 2^s * n / H (values between them)
+     * at most SEEN_EF_SAMPLE_VALUES. */
+    unsigned s = 0;
+    while (s < 62 &&
+           ((unsigned __int128)r->n << (s + 1)) <= (unsigned __int128)SEEN_EF_SAMPLE_VALUES * h)
+        s++;
+    r->ef.shift = (uint8_t)s;
+    r->ef.wsample = (uint8_t)seen__bitlen(r->n + h);
+    return SEEN_OK;
+}
+
+/* ------------------------------------------------------------ words */
+
+static inline const uint8_t *ef_codes(const seen__run *r)
+{
+    return r->mem + codes_offset(r);
+}
+
+static inline uint64_t up_word(const uint8_t *up, uint64_t k)
+{
+    return seen__load64le(up + 8 * k);
+}
+
+/* Where a run's lows are: from bit `ups` of `codes`, the part past bit
+ * `cut` (byte-aligned; UINT64_MAX when whole) in `tail`. */
+typedef struct lows {
+    const uint8_t *codes, *tail;
+    uint64_t ups, cut;
+    unsigned l;
+} lows;
+
+static inline lows lows_of(const seen__run *r)
+{
+    return (lows){ef_codes(r), r->tail, ef_ups_bits(r), r->tail ? r->tail_bit : UINT64_MAX,
+                  r->ef.low};
+}
+
+static inline uint64_t low_at(const lows *lw, uint64_t i)
+{
+    /* Selects, not a branch: sparse lookups land on either side. */
+    uint64_t b = lw->ups + i * lw->l;
+    bool t = b >= lw->cut;
+    return seen__read_bits(t ? lw->tail : lw->codes, t ? b - lw->cut : b, lw->l);
+}
+
+static inline uint64_t sample_at(const seen__run *r, uint64_t j)
+{
+    const uint8_t *sm = r->mem + (size_t)r->nsegs * sizeof(uint32_t);
+    return j == 0 ? 0 : seen__read_bits(sm, (j - 1) * r->ef.wsample, r->ef.wsample);
+}
+
+/*
+ * Counting bits is the whole cost of skipping zeros.  Where the compiler
+ * may not assume the POPCNT instruction (x86-64's baseline lacks it), the
+ * lookups are compiled twice and the one the CPU can run is picked per
+ * call: a library call per word would cost more than the lookup.
+ */
+static inline unsigned popcount64(uint64_t w)
+{
+    return (unsigned)__builtin_popcountll(w);
+}
+
+/* The position of the k-th (0-based) set bit of w, which has more than k:
+ * the byte holding it from the bytes' running counts (one multiply), then
+ * at most seven bits cleared within it. */
+static inline unsigned select64(uint64_t w, unsigned k)
+{
+    const uint64_t ones = UINT64_C(0x0101010101010101);
+    uint64_t c = w - ((w >> 1) & UINT64_C(0x5555555555555555));
+    c = (c & UINT64_C(0x3333333333333333)) + ((c >> 2) & UINT64_C(0x3333333333333333));
+    c = (c + (c >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
+    uint64_t running = c * ones; /* byte i: set bits in bytes 0..i */
+    uint64_t kk = (uint64_t)k * ones;
+    uint64_t le = ((kk | UINT64_C(0x8080808080808080)) - running) & UINT64_C(0x8080808080808080);
+    unsigned byte = (unsigned)((le >> 7) * ones >> 56); /* bytes wholly before the bit */
+    unsigned before = (unsigned)((running << 8) >> (8 * byte)) & 0xffu;
+    uint64_t b = (w >> (8 * byte)) & 0xffu;
+    /* Within the byte, the same count over its bits spread one to a byte:
+     * no loop, so no branch to mispredict. */
+    uint64_t spread = ((b * ones) & UINT64_C(0x8040201008040201)) + UINT64_C(0x7f7f7f7f7f7f7f7f);
+    uint64_t prefix = ((spread >> 7) & ones) * ones; /* byte i: set bits 0..i of b */
+    uint64_t dd = (uint64_t)(k - before) * ones;
+    uint64_t le2 = ((dd | UINT64_C(0x8080808080808080)) - prefix) & UINT64_C(0x8080808080808080);
+    return 8 * byte + (unsigned)((le2 >> 7) * ones >> 56);
+}
+
+/*
+ * The index of the value of high part h whose low part is `want`, or -1;
+ * h's values are the ones from bit p of the uppers on (none past ubits).
+ * Most high parts hold 0-3 values: their lows are compared at once, so
+ * where the match stands costs no branch.
+ */
+static inline __attribute__((always_inline)) int64_t
+match_high(const lows *lw, uint64_t ubits, uint64_t p, uint64_t h, uint64_t want)
+{
+    uint64_t ones = (uint64_t)__builtin_ctzll(~seen__peek(lw->codes, p) | (UINT64_C(1) << 63));
+    if (ones > ubits - p)
+        ones = ubits - p;
+    const uint64_t i = p - h;
+    if (__builtin_expect(ones <= 3, 1)) {
+        /* Reading up to two lows past the last value stays in the
+         * padding. */
+        uint64_t l0 = low_at(lw, i), l1 = low_at(lw, i + 1), l2 = low_at(lw, i + 2);
+        unsigned m0 = (ones > 0) & (l0 == want), m1 = (ones > 1) & (l1 == want),
+                 m2 = (ones > 2) & (l2 == want);
+        return (m0 | m1 | m2) ? (int64_t)(i + m1 + 2 * m2) : -1;
+    }
+    for (uint64_t t = 0; p + t < ubits; t++) {
+        if (t >= ones && !((up_word(lw->codes, (p + t) >> 6) >> ((p + t) & 63)) & 1))
+            break;
+        uint64_t lo = low_at(lw, i + t);
+        if (lo >= want)
+            return lo == want ? (int64_t)(i + t) : -1;
+    }
+    return -1;
+}
+
+/* The position of item x's index in the run, or -1.  `up` is where the
+ * uppers start. */
+static inline __attribute__((always_inline)) int64_t ef_find_in(const seen__run *r, const lows *lw,
+                                                                uint64_t x)
+{
+    const uint8_t *up = lw->codes;
+    const unsigned l = r->ef.low;
+    const uint64_t h = x >> l;
+    const uint64_t j = h >> r->ef.shift;
+    uint64_t p = sample_at(r, j);
+    uint64_t zeros = h - (j << r->ef.shift);
+    if (zeros) {
+        /* Past `zeros` more zeros: whole words by popcount, then select. */
+        uint64_t k = p >> 6;
+        uint64_t w = ~up_word(up, k) & (~UINT64_C(0) << (p & 63));
+        unsigned z = popcount64(w);
+        while (z < zeros) {
+            zeros -= z;
+            w = ~up_word(up, ++k);
+            z = popcount64(w);
+        }
+        p = k * 64 + select64(w, (unsigned)zeros - 1) + 1;
+    }
+    return match_high(lw, r->n + highs(r), p, h, x & ((UINT64_C(1) << l) - 1));
+}
+
+/*
+ * Sorted candidates: one pass over the uppers.  The walk keeps the word
+ * it is in and the zeros before it, so a candidate a few values on costs a
+ * popcount or two and a select; one further than a sample's spacing jumps
+ * to its sample instead, so a sparse batch costs what lookups would.
+ */
+static inline __attribute__((always_inline)) void
+ef_match_body(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
+{
+    const lows lw = lows_of(r);
+    const uint8_t *up = lw.codes;
+    const uint32_t per = r->nsegs > 1 ? run_tags_per_word(r) : 0;
+    const unsigned l = r->ef.low, s = r->ef.shift;
+    const uint64_t lowmask = (UINT64_C(1) << l) - 1, ubits = r->n + highs(r);
+    uint64_t k = 0, w = up_word(up, 0), zb = 0; /* zb: zeros in the words before k */
+    uint64_t zw = 64 - popcount64(w);
+    size_t c = 0;
+    for (; c < n && vals[c] < r->base; c++)
+        tags[c] = -1;
+    for (; c < n; c++) {
+        const uint64_t x = vals[c] - r->base;
+        if (x > r->span)
+            break;
+        const uint64_t h = x >> l;
+        uint64_t p = 0; /* where the values of high part h start */
+        if (h > 0) {
+            if (zb + zw < h) {
+                uint64_t j = h >> s;
+                if (j > 0 && (j << s) > zb + zw) {
+                    /* The (j << s)-th zero is at sample(j) - 1. */
+                    uint64_t at = sample_at(r, j) - 1;
+                    k = at >> 6;
+                    w = up_word(up, k);
+                    uint64_t below = w & ((UINT64_C(1) << (at & 63)) - 1);
+                    zb = (j << s) - 1 - ((at & 63) - popcount64(below));
+                    zw = 64 - popcount64(w);
+                }
+                while (zb + zw < h) {
+                    zb += zw;
+                    w = up_word(up, ++k);
+                    zw = 64 - popcount64(w);
+                }
+            }
+            p = k * 64 + select64(~w, (unsigned)(h - zb - 1)) + 1;
+        }
+        int64_t at = match_high(&lw, ubits, p, h, x & lowmask);
+        tags[c] = at < 0 ? -1 : per ? tag_at(r, per, (uint64_t)at) : 0;
+    }
+    for (; c < n; c++)
+        tags[c] = -1;
+}
+
+/*
+ * A dense batch (candidates at least 1/SEEN_EF_DENSE_RATIO of the run's
+ * values): the values decoded in order, a chunk at a time, and merged with
+ * the candidates without a branch on where each falls, as a Golomb bucket
+ * is.  A value costs a bit scan and a low part; a lookup per candidate
+ * costs a few mispredicted branches, more than the values between two
+ * candidates once they are that close.
+ */
+#define EF_CHUNK 256u
+
+/* buf[j] = base + (buf[j] | low of value first + j), j < nb: the lows read
+ * in sequence, from the front block up to the cut and the tail after it. */
+static inline void add_lows(const lows *lw, uint64_t base, uint64_t first, size_t nb, uint64_t *buf)
+{
+    const unsigned l = lw->l;
+    const uint64_t mask = (UINT64_C(1) << l) - 1;
+    /* The first value whose low is in the tail (the cut is at a low). */
+    const uint64_t cut_i = lw->cut == UINT64_MAX || l == 0 ? UINT64_MAX : (lw->cut - lw->ups) / l;
+    size_t j = 0;
+    while (j < nb) {
+        const uint64_t i = first + j;
+        const bool in_tail = i >= cut_i;
+        const uint8_t *src = in_tail ? lw->tail : lw->codes;
+        uint64_t pos = in_tail ? (i - cut_i) * l : lw->ups + i * l;
+        const size_t end = !in_tail && cut_i - first < nb ? (size_t)(cut_i - first) : nb;
+        for (; j < end; j++, pos += l)
+            buf[j] = base + (buf[j] | ((seen__load64le(src + (pos >> 3)) >> (pos & 7)) & mask));
+    }
+}
+
+static void ef_dense(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
+{
+    const lows lw = lows_of(r);
+    const uint8_t *up = lw.codes;
+    const uint32_t per = r->nsegs > 1 ? run_tags_per_word(r) : 0;
+    const unsigned l = r->ef.low;
+    uint64_t buf[EF_CHUNK + 8];
+    uint64_t k = 0, w = up_word(up, 0), i = 0;
+    size_t c = 0;
+    for (; c < n && vals[c] < r->base; c++)
+        tags[c] = -1;
+    while (c < n && i < r->n && vals[c] - r->base <= r->span) {
+        const uint64_t first = i;
+        size_t nb = 0;
+        /* The high parts first, then the lows in a loop of their own:
+         * two short dependency chains instead of one long one. */
+        while (nb < EF_CHUNK && i < r->n) {
+            while (w == 0)
+                w = up_word(up, ++k);
+            buf[nb++] = (k * 64 + (unsigned)__builtin_ctzll(w) - i) << l;
+            w &= w - 1;
+            i++;
+        }
+        add_lows(&lw, r->base, first, nb, buf);
+        for (size_t t = 0; t < 8; t++)
+            buf[nb + t] = UINT64_MAX; /* no candidate is above these */
+        const uint64_t last = buf[nb - 1];
+        size_t at = 0;
+        for (; c < n && vals[c] <= last; c++) {
+            const uint64_t v = vals[c];
+            while (buf[at + 7] < v)
+                at += 8;
+            at += (size_t)(buf[at] < v) + (buf[at + 1] < v) + (buf[at + 2] < v) +
+                  (buf[at + 3] < v) + (buf[at + 4] < v) + (buf[at + 5] < v) + (buf[at + 6] < v) +
+                  (buf[at + 7] < v);
+            tags[c] = buf[at] != v ? -1 : per ? tag_at(r, per, first + at) : 0;
+        }
+    }
+    for (; c < n; c++)
+        tags[c] = -1;
+}
+
+static int64_t ef_find_plain(const seen__run *r, uint64_t v)
+{
+    const lows lw = lows_of(r);
+    return ef_find_in(r, &lw, v - r->base);
+}
+
+static void ef_match_plain(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
+{
+    ef_match_body(r, vals, n, tags);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__POPCNT__)
+__attribute__((target("popcnt"))) static int64_t ef_find_popcnt(const seen__run *r, uint64_t v)
+{
+    const lows lw = lows_of(r);
+    return ef_find_in(r, &lw, v - r->base);
+}
+
+__attribute__((target("popcnt"))) static void
+ef_match_popcnt(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
+{
+    ef_match_body(r, vals, n, tags);
+}
+
+static bool cpu_popcnt(void)
+{
+    return __builtin_cpu_supports("popcnt");
+}
+#else
+#define ef_find_popcnt ef_find_plain
+#define ef_match_popcnt ef_match_plain
+static bool cpu_popcnt(void)
+{
+    return false;
+}
+#endif
+
+int64_t seen__ef_find(const seen__run *r, uint64_t v)
+{
+    if (v < r->base || v - r->base > r->span)
+        return -1;
+    return cpu_popcnt() ? ef_find_popcnt(r, v) : ef_find_plain(r, v);
+}
+
+void seen__ef_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
+{
+    if ((uint64_t)n * SEEN_EF_DENSE_RATIO >= r->n)
+        ef_dense(r, vals, n, tags);
+    else if (cpu_popcnt())
+        ef_match_popcnt(r, vals, n, tags);
+    else
+        ef_match_plain(r, vals, n, tags);
+}
+
+/* ------------------------------------------------------------ building */
+
+void seen__ef_index(seen__run *r)
+{
+    uint64_t ns = nsamples(r);
+    if (ns == 0)
+        return;
+    const uint8_t *up = ef_codes(r);
+    uint8_t *sm = r->mem + (size_t)r->nsegs * sizeof(uint32_t);
+    memset(sm, 0, seen__ef_sample_bytes(r));
+    seen__bitw sw = {.buf = sm, .bits = 0};
+    const uint64_t every = UINT64_C(1) << r->ef.shift;
+    const uint64_t words = (r->n + highs(r) + 63) / 64;
+    uint64_t next = every, zeros = 0, j = 1;
+    for (uint64_t k = 0; k < words && j <= ns; k++) {
+        uint64_t w = ~up_word(up, k);
+        if (k == words - 1 && ((r->n + highs(r)) & 63))
+            w &= (UINT64_C(1) << ((r->n + highs(r)) & 63)) - 1;
+        unsigned z = (unsigned)__builtin_popcountll(w);
+        while (j <= ns && zeros + z >= next) {
+            uint64_t pos = k * 64 + select64(w, (unsigned)(next - zeros - 1)) + 1;
+            seen__bitw_put(&sw, pos, r->ef.wsample);
+            j++;
+            next += every;
+        }
+        zeros += z;
+    }
+}
+
+seen_err seen__ef_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
+                         size_t n, const uint32_t *seg_ids, uint32_t nsegs)
+{
+    if (n == 0 || n > UINT32_MAX || nsegs == 0 || nsegs > SEEN_MAX_SEGMENTS)
+        return SEEN_ERR_ARG;
+    seen__run r;
+    memset(&r, 0, sizeof r);
+    r.c = c;
+    r.n = (uint32_t)n;
+    r.base = vals[0];
+    r.span = vals[n - 1] - vals[0];
+    r.golomb_m = 0;
+    r.nbuckets = 1;
+    r.nsegs = nsegs;
+    r.ef.low = (uint8_t)seen__ef_low_bits(n, r.span);
+    r.code_bits = ef_ups_bits(&r) + (uint64_t)n * r.ef.low;
+    if (r.ef.low > SEEN_EF_MAX_LOW_BITS || seen__ef_shape(&r) != SEEN_OK)
+        return SEEN_ERR_ARG;
+    r.mem = seen__calloc(1, seen__run_mem_size(&r));
+    if (r.mem == NULL)
+        return SEEN_ERR_NOMEM;
+    memcpy(r.mem, seg_ids, (size_t)nsegs * sizeof(uint32_t));
+    seen__run_put_tags(&r, tags, NULL);
+    uint8_t *codes = r.mem + codes_offset(&r);
+    const unsigned l = r.ef.low;
+    uint64_t word = 0, k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t pos = ((vals[i] - r.base) >> l) + i;
+        if (pos >> 6 != k) {
+            seen__store64le(codes + 8 * k, word);
+            k = pos >> 6;
+            word = 0;
+        }
+        word |= UINT64_C(1) << (pos & 63);
+    }
+    seen__store64le(codes + 8 * k, word);
+    if (l > 0) {
+        /* Lows: whole words stored as they fill. */
+        const uint64_t mask = (UINT64_C(1) << l) - 1;
+        uint64_t acc = 0;
+        unsigned nacc = 0;
+        uint8_t *p = codes + ef_ups_bits(&r) / 8;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t lo = (vals[i] - r.base) & mask;
+            acc |= lo << nacc;
+            if (nacc + l >= 64) {
+                seen__store64le(p, acc);
+                p += 8;
+                acc = nacc ? lo >> (64 - nacc) : 0;
+                nacc = nacc + l - 64;
+            } else {
+                nacc += l;
+            }
+        }
+        if (nacc)
+            seen__store64le(p, acc);
+    }
+    seen__ef_index(&r);
+    seen__run_split(&r);
+    *out = r;
+    return SEEN_OK;
+}
+
+/* ------------------------------------------------------------ reading */
+
+void seen__ef_decode(const seen__run *r, uint64_t *vals)
+{
+    const lows lw = lows_of(r);
+    const uint8_t *up = lw.codes;
+    const unsigned l = r->ef.low;
+    const uint64_t words = (r->n + highs(r) + 63) / 64;
+    uint64_t i = 0;
+    for (uint64_t k = 0; k < words && i < r->n; k++) {
+        uint64_t w = up_word(up, k);
+        while (w != 0 && i < r->n) {
+            uint64_t h = k * 64 + (unsigned)__builtin_ctzll(w) - i;
+            vals[i] = r->base + ((h << l) | low_at(&lw, i));
+            i++;
+            w &= w - 1;
+        }
+    }
+}
+
+seen_err seen__ef_validate(const seen__run *r)
+{
+    if (r->nsegs == 0 || r->nsegs > SEEN_MAX_SEGMENTS || r->mem == NULL || !seen__run_is_ef(r))
+        return SEEN_ERR_FORMAT_CORRUPT;
+    if (!seen__run_tags_ok(r))
+        return SEEN_ERR_FORMAT_CORRUPT;
+    const lows lw = lows_of(r);
+    const uint8_t *codes = lw.codes, *up = codes;
+    const unsigned l = r->ef.low;
+    /* Nothing but zeros after the uppers and after the lows: readers take
+     * whole words, and a stray one past the last value would be read as
+     * a value. */
+    const uint64_t ubits = r->n + highs(r);
+    if ((ubits & 63) && (up_word(up, ubits >> 6) >> (ubits & 63)) != 0)
+        return SEEN_ERR_FORMAT_CORRUPT;
+    if (r->code_bits & 7) {
+        /* The last code byte, in the tail if the run is split. */
+        uint64_t b = r->code_bits & ~(uint64_t)7;
+        uint8_t last = b >= lw.cut ? lw.tail[(b - lw.cut) / 8] : codes[b / 8];
+        if ((last >> (r->code_bits & 7)) != 0)
+            return SEEN_ERR_FORMAT_CORRUPT;
+    }
+    /* Exactly n ones, making strictly increasing values from 0 to span. */
+    const uint64_t words = (ubits + 63) / 64;
+    uint64_t i = 0, prev = 0;
+    for (uint64_t k = 0; k < words; k++) {
+        uint64_t w = up_word(up, k);
+        if (k == words - 1 && (ubits & 63))
+            w &= (UINT64_C(1) << (ubits & 63)) - 1;
+        while (w != 0) {
+            if (i >= r->n)
+                return SEEN_ERR_FORMAT_CORRUPT;
+            uint64_t h = k * 64 + (unsigned)__builtin_ctzll(w) - i;
+            if (h > highs(r))
+                return SEEN_ERR_FORMAT_CORRUPT;
+            uint64_t x = (h << l) | low_at(&lw, i);
+            if (i == 0 ? x != 0 : x <= prev)
+                return SEEN_ERR_FORMAT_CORRUPT;
+            prev = x;
+            i++;
+            w &= w - 1;
+        }
+    }
+    if (i != r->n || prev != r->span)
+        return SEEN_ERR_FORMAT_CORRUPT;
+    return SEEN_OK;
+}
