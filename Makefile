@@ -46,6 +46,18 @@ $(BUILD)/libseen.a: $(CORE_OBJ)
 $(SAN)/libseen.a: $(CORE_SAN_OBJ)
 	ar rcs $@ $^
 
+# The fuzz corpora replay against a sanitized core whose runs turn
+# Elias-Fano from 64 values, so short programs exercise both layouts.
+EF_SMALL = -DSEEN_EF_MIN_RUN=64u
+CORE_SAN_EF_OBJ = $(CORE_SRC:src/core/%.c=$(SAN)/core-ef/%.o)
+
+$(SAN)/core-ef/%.o: src/core/%.c $(CORE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(DEFS) $(EF_SMALL) -Iinclude -Isrc/core $(SAN_FLAGS) -c $< -o $@
+
+$(SAN)/libseen-ef.a: $(CORE_SAN_EF_OBJ)
+	ar rcs $@ $^
+
 # The Redis module: its objects see only our own module API declarations
 # (src/module/rm_api.h), and the shared object exports RedisModule_OnLoad
 # alone so the core's symbols cannot clash with another module's.
@@ -123,16 +135,18 @@ $(SAN)/tests/%: tests/unit/%.c $(TEST_COMMON) $(SAN)/libseen.a
 # Fuzz targets, replayed without libFuzzer by tests/fuzz/replay.c.
 FUZZ_TARGETS = load ops batch
 
-$(SAN)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(TEST_COMMON) $(SAN)/libseen.a
+$(SAN)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(TEST_COMMON) $(SAN)/libseen-ef.a
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) $(SAN_FLAGS) $< tests/fuzz/replay.c tests/unit/testutil.c $(SAN)/libseen.a -lm -o $@
+	$(CC) $(TEST_CFLAGS) $(EF_SMALL) $(SAN_FLAGS) $< tests/fuzz/replay.c tests/unit/testutil.c \
+		$(SAN)/libseen-ef.a -lm -o $@
 
 # libFuzzer builds (clang): checksums are fixed up so mutations reach the
 # deep checks (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION).
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(TEST_COMMON) $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(TEST_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION $< tests/unit/testutil.c $(CORE_SRC) -lm -o $@
+		-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION $(EF_SMALL) $< tests/unit/testutil.c $(CORE_SRC) \
+		-lm -o $@
 
 $(BUILD)/tests/make_corpus: tests/fuzz/make_corpus.c $(TEST_COMMON) $(BUILD)/libseen.a
 	@mkdir -p $(dir $@)

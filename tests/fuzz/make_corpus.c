@@ -2,7 +2,8 @@
  * make_corpus.c — writes the seed corpora of the fuzz targets:
  * tests/fuzz/corpus/load/ gets serialized sets covering every encoding
  * (head only, exact runs, compact runs with tags, capacity steps, dropped
- * and expired segments, INT and STR ids), each in the version written and,
+ * and expired segments, INT and STR ids, Elias-Fano runs), each in the
+ * version written and,
  * as v2-NAME or v3-NAME, in the oldest version that holds it (what the
  * writer wrote before version 4); tests/fuzz/corpus/ops/ gets
  * operation programs for each policy byte.  Run once when the format
@@ -196,6 +197,28 @@ int main(int argc, char **argv)
         if (seen_add_int(s, ids, 2001, NULL, t0, NULL) != SEEN_OK || seen_expire(s, t0) != SEEN_OK)
             return 1;
         save_set(load, "exact-int-clustered-ranked", s);
+        seen_free(s);
+    }
+    {
+        /* Large enough for Elias-Fano runs (format version 4): one window
+         * of string ids, and integer ids without one. */
+        rng re = {13};
+        seen_policy ps = {90 * day, 2, 0.001, 0, SEEN_IDS_STR, 16};
+        seen_policy pi = {0, 1, 0.01, 0, SEEN_IDS_INT, 16};
+        seen_set *s;
+        if (seen_create(&ps, &s) != SEEN_OK)
+            return 1;
+        fill(s, &re, 45000, t0, 80 * day, 0);
+        if (seen_expire(s, t0 + 80 * day) != SEEN_OK)
+            return 1;
+        save_set(load, "compact-str-ef", s);
+        seen_free(s);
+        if (seen_create(&pi, &s) != SEEN_OK)
+            return 1;
+        fill(s, &re, 60000, t0, day, 0);
+        if (seen_expire(s, t0 + day) != SEEN_OK)
+            return 1;
+        save_set(load, "compact-int-ef", s);
         seen_free(s);
     }
     for (int i = 0; i < 48; i++) {
