@@ -379,6 +379,7 @@ const method METHODS[] = {
     {"SEEN.MFILTER BULK, REPLY UNSEEN", "UNSEEN", K_SEEN, IN_BULK, R_UNSEEN, 0, "seen.mfilter"},
     {"SEEN.MFILTER BULK, REPLY FLAGS", "FLAGS", K_SEEN, IN_BULK, R_FLAGS, 0, "seen.mfilter"},
     {"SEEN.MFILTER BULK, REPLY INDEXES", "INDEXES", K_SEEN, IN_BULK, R_INDEXES, 0, "seen.mfilter"},
+    {"SEEN.MFILTER BULK, REPLY BULK", "BULK", K_SEEN, IN_BULK, R_LINES, 0, "seen.mfilter"},
     {"SMISMEMBER (SET)", "SMISMEMBER", K_SET, IN_PLAIN, R_INTS, 1, "smismember"},
     {"ZMSCORE (ZSET)", "ZMSCORE", K_ZSET, IN_PLAIN, R_SCORES, 1, "zmscore"},
     {"ZRANGE 0 -1 (server side; filter in client)", "ZRANGE", K_ZSET, IN_ZRANGE, R_HISTORY, 1,
@@ -540,6 +541,8 @@ static long long seen_in_tally(const method *m, const drv_tally *t, int ncand)
         return t->type == REDIS_REPLY_STRING && t->len == ncand ? t->ones : -1;
     case R_INDEXES:
         return t->type == REDIS_REPLY_ARRAY ? t->ints : -1;
+    case R_LINES: /* a newline after each unseen item */
+        return t->type == REDIS_REPLY_STRING ? ncand - t->lines : -1;
     case R_INTS:
         return t->type == REDIS_REPLY_ARRAY && t->len == ncand ? t->int_sum : -1;
     case R_SCORES:
@@ -639,6 +642,12 @@ static long long seen_in_reply(const method *m, const redisReply *r, const batch
         return seen;
     case R_INDEXES:
         return r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+    case R_LINES:
+        if (r->type != REDIS_REPLY_STRING)
+            return -1;
+        for (size_t i = 0; i < r->len; i++)
+            seen += r->str[i] == '\n';
+        return bt->n - seen;
     case R_INTS:
         for (size_t i = 0; i < r->elements; i++)
             seen += r->element[i]->integer;
@@ -801,7 +810,7 @@ static void run_queries(const drv_server *srv, redisContext *ctl, redisContext *
                     cr->cmd_us[r] = res.cmd_us_per_req;
                     cr->scpu[r] = res.server_cpu_frac;
                     cr->ccpu[r] = res.client_cpu_frac;
-                    if (mi <= M_BULK_FLAGS + 1 && res.units_per_s > best)
+                    if (mi <= M_BULK_BULK && res.units_per_s > best)
                         best = res.units_per_s;
                 }
                 for (int mi = 0; mi < NMETHODS; mi++)

@@ -80,7 +80,8 @@ typedef struct fpr_row {
     double seen_estimate;
 } fpr_row;
 
-typedef enum { R_UNSEEN, R_FLAGS, R_INDEXES, R_INTS, R_SCORES, R_HISTORY } reply_kind;
+/* R_LINES: the unseen items in one string, each followed by a newline. */
+typedef enum { R_UNSEEN, R_FLAGS, R_INDEXES, R_LINES, R_INTS, R_SCORES, R_HISTORY } reply_kind;
 
 typedef enum { IN_FILTER, IN_ITEMS, IN_BULK, IN_PLAIN, IN_ZRANGE } input_form;
 
@@ -94,12 +95,13 @@ typedef struct method {
     const char *stat; /* its name in INFO commandstats */
 } method;
 
-#define NMETHODS 11
+#define NMETHODS 12
 #define M_FILTER 0
 #define M_ITEMS_FLAGS 2
 #define M_BULK_FLAGS 5
-#define M_SMISMEMBER 7
-#define M_ZRANGE 9
+#define M_BULK_BULK 7 /* the last seen form */
+#define M_SMISMEMBER 8
+#define M_ZRANGE 10
 
 typedef struct cell_result {
     int ran;

@@ -180,7 +180,7 @@ void write_report(const machine *mi, const hist_mem *hm, const pop_mem *pm, cons
     double thr_ratio = median(RES[h10][b10][M_BULK_FLAGS].ratio, C.rounds);
     double cpu_ratio = median(RES[h10][b10][M_BULK_FLAGS].cpu_ratio, C.rounds);
     int best_m = M_FILTER;
-    for (int mi2 = 0; mi2 <= M_BULK_FLAGS + 1; mi2++)
+    for (int mi2 = 0; mi2 <= M_BULK_BULK; mi2++)
         if (median(RES[h10][b10][mi2].cpu_ratio, C.rounds) >
             median(RES[h10][b10][best_m].cpu_ratio, C.rounds))
             best_m = mi2;

@@ -344,10 +344,13 @@ static void *tally_string(const redisReadTask *task, char *str, size_t len)
         t->err[n] = '\0';
         return &tally_obj;
     }
-    long long ones = 0;
-    for (size_t i = 0; i < len; i++)
+    long long ones = 0, lines = 0;
+    for (size_t i = 0; i < len; i++) {
         ones += str[i] == '1';
+        lines += str[i] == '\n';
+    }
     t->ones = ones;
+    t->lines = lines;
     return &tally_obj;
 }
 

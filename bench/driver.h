@@ -64,6 +64,7 @@ typedef struct drv_tally {
     long long ints;    /* nested integers */
     long long int_sum; /* their sum */
     long long ones;    /* '1' bytes of a top-level string */
+    long long lines;   /* '\n' bytes of a top-level string */
     char err[200];     /* an error reply's text */
 } drv_tally;
 
