@@ -290,7 +290,9 @@ ef_match_body(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
  * costs a few mispredicted branches, more than the values between two
  * candidates once they are that close.
  */
-#define EF_CHUNK 256u
+/* Words of the uppers a dense batch decodes per half-chunk (up to 64
+ * values each). */
+#define EF_HALF_WORDS 4u
 
 /* buf[j] = base + (buf[j] | low of value first + j), j < nb: the lows read
  * in sequence, from the front block up to the cut and the tail after it. */
@@ -318,27 +320,59 @@ static void ef_dense(const seen__run *r, const uint64_t *vals, size_t n, int32_t
     const uint8_t *up = lw.codes;
     const uint32_t per = r->nsegs > 1 ? run_tags_per_word(r) : 0;
     const unsigned l = r->ef.low;
-    uint64_t buf[EF_CHUNK + 8];
-    uint64_t k = 0, w = up_word(up, 0), i = 0;
+    const uint64_t words = (r->n + highs(r) + 63) / 64;
+    uint64_t buf[2 * 64 * EF_HALF_WORDS + 8];
+    uint64_t k = 0, i = 0; /* the next word of the uppers, and the values before it */
     size_t c = 0;
     for (; c < n && vals[c] < r->base; c++)
         tags[c] = -1;
-    while (c < n && i < r->n && vals[c] - r->base <= r->span) {
+    while (c < n && k < words && vals[c] - r->base <= r->span) {
+        /* Two halves of EF_HALF_WORDS words each, their high parts taken
+         * in lockstep: bit extraction is a chain of dependent steps, and
+         * two chains run side by side.  A popcount places the second. */
+        const uint64_t kb = k + EF_HALF_WORDS < words ? k + EF_HALF_WORDS : words;
+        const uint64_t ke = kb + EF_HALF_WORDS < words ? kb + EF_HALF_WORDS : words;
+        uint64_t na = 0, nb = 0;
+        for (uint64_t q = k; q < kb; q++)
+            na += popcount64(up_word(up, q));
+        for (uint64_t q = kb; q < ke; q++)
+            nb += popcount64(up_word(up, q));
         const uint64_t first = i;
-        size_t nb = 0;
-        /* The high parts first, then the lows in a loop of their own:
-         * two short dependency chains instead of one long one. */
-        while (nb < EF_CHUNK && i < r->n) {
-            while (w == 0)
-                w = up_word(up, ++k);
-            buf[nb++] = (k * 64 + (unsigned)__builtin_ctzll(w) - i) << l;
-            w &= w - 1;
-            i++;
+        uint64_t ka = k, wa = up_word(up, k), kk = kb, wb = kb < words ? up_word(up, kb) : 0;
+        uint64_t *ba = buf, *bb = buf + na;
+        uint64_t ia = i, ib = i + na;
+        const uint64_t both = na < nb ? na : nb;
+        for (uint64_t t = 0; t < both; t++) {
+            while (wa == 0)
+                wa = up_word(up, ++ka);
+            while (wb == 0)
+                wb = up_word(up, ++kk);
+            *ba++ = (ka * 64 + (unsigned)__builtin_ctzll(wa) - ia++) << l;
+            *bb++ = (kk * 64 + (unsigned)__builtin_ctzll(wb) - ib++) << l;
+            wa &= wa - 1;
+            wb &= wb - 1;
         }
-        add_lows(&lw, r->base, first, nb, buf);
+        for (; ia < i + na; ia++) {
+            while (wa == 0)
+                wa = up_word(up, ++ka);
+            *ba++ = (ka * 64 + (unsigned)__builtin_ctzll(wa) - ia) << l;
+            wa &= wa - 1;
+        }
+        for (; ib < i + na + nb; ib++) {
+            while (wb == 0)
+                wb = up_word(up, ++kk);
+            *bb++ = (kk * 64 + (unsigned)__builtin_ctzll(wb) - ib) << l;
+            wb &= wb - 1;
+        }
+        k = ke;
+        i += na + nb;
+        const size_t got = (size_t)(na + nb);
+        if (got == 0)
+            continue;
+        add_lows(&lw, r->base, first, got, buf);
         for (size_t t = 0; t < 8; t++)
-            buf[nb + t] = UINT64_MAX; /* no candidate is above these */
-        const uint64_t last = buf[nb - 1];
+            buf[got + t] = UINT64_MAX; /* no candidate is above these */
+        const uint64_t last = buf[got - 1];
         size_t at = 0;
         for (; c < n && vals[c] <= last; c++) {
             const uint64_t v = vals[c];
