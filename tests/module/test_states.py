@@ -157,6 +157,18 @@ def write_everything(server, tmp_path):
     w.expect("feed", ["h%d-%d" % (d, i) for d in range(60, 0, -7) for i in range(0, 1200, 13)] +
              ["f%d-%d" % (p, i) for p in range(300) for i in range(0, 20, 3)])
 
+    # Two slices of 20,000 items each (runs coded Elias-Fano), then deletes
+    # from both: a delete rebuilds such a run rather than editing it.
+    for d in (40, 10):
+        c.execute_command("SEEN.INSERT", "ef-del", "AT", now - d * DAY, "BULK",
+                          "\n".join("e%d-%d" % (d, i) for i in range(20000)))
+    c.execute_command("SEEN.COMPACT", "ef-del")
+    gone = ["e%d-%d" % (d, i) for d in (40, 10) for i in range(3, 20000, 997)]
+    assert c.execute_command("SEEN.DEL", "ef-del", *gone) == len(gone)
+    kept = set(gone)
+    w.expect("ef-del", [x for d in (40, 10) for x in ("e%d-%d" % (d, i) for i in range(0, 20000, 7))
+                        if x not in kept])
+
     # Bursts far past the plan: a light history over the window, then
     # 12,000 items in live pages within seconds (runs sized to double, then
     # exact keys).  For these two histories the flush once refused most of
