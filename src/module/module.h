@@ -78,8 +78,6 @@ int seen_type_register(RedisModuleCtx *ctx);
 /* The one place the module turns untrusted bytes into a set. */
 seen_err seen_key_deserialize(const uint8_t *buf, size_t len, seen_set **out);
 
-/* Would adding to this set hit the core's buffer-growth bug (type.c)? */
-
 /* The fields of a key's envelope are checked the same way wherever they
  * come from (RDB, SEEN.LOAD). */
 bool seen_key_meta_valid(uint32_t flags, int64_t jitter_ms, const seen_policy *policy);
