@@ -15,8 +15,12 @@
 /* ------------------------------------------------------------ tuning */
 
 /* Target items per bucket of a run's lookup index: a point lookup decodes
- * about half a bucket, and the index costs a few bits per bucket. */
-#define SEEN_BUCKET_ITEMS 256u
+ * about half a bucket, and the index costs ~22 bits per bucket (0.17 bit
+ * per value at this size). */
+#define SEEN_BUCKET_ITEMS 128u
+/* Runs under SEEN_LARGE_RUN values were written with buckets of this many
+ * items before; the loader still takes that count as canonical. */
+#define SEEN_LEGACY_BUCKET_ITEMS 256u
 /* A batch cursor decodes buckets of up to this many items whole. */
 #define SEEN_CURSOR_BUF 512u
 #define SEEN_CURSOR_PAD 8u
@@ -27,7 +31,9 @@
 /* A run whose values, cut into buckets by value, would put more than this
  * many times a bucket's share into one is cut by rank instead (run.c). */
 #define SEEN_RANKED_SKEW 4u
-/* Runs this large use buckets of SEEN_BUCKET_ITEMS / 2. */
+/* Runs this large are not written with SEEN_LEGACY_BUCKET_ITEMS buckets,
+ * and a flush into one in place stops once its buckets average twice the
+ * canonical fine ones. */
 #define SEEN_LARGE_RUN 16384u
 /* Compact runs of at least this many values are coded Elias-Fano
  * (run_ef.c): a lookup then reads a few words wherever its value lies,
@@ -369,7 +375,7 @@ size_t seen__run_index_bytes(const seen__run *r);
 size_t seen__run_tag_bytes(const seen__run *r);
 
 /* Encode n >= 1 strictly increasing values with tags < nsegs; `fine`:
- * buckets of SEEN_BUCKET_ITEMS / 4 (faster point lookups, a larger index). */
+ * buckets of SEEN_BUCKET_ITEMS / 2 (faster point lookups, a larger index). */
 seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
                           size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine);
 /* The run r without those of the sorted, distinct values vals[0..k) it

@@ -20,8 +20,9 @@
  *                                     past its position
  *
  * Buckets.  Value v is in bucket (v - base) / bucket_w, where nbuckets is
- * n / SEEN_BUCKET_ITEMS (half that many items per bucket for runs of at
- * least SEEN_LARGE_RUN, a quarter for "fine" runs, the writer's choice)
+ * n / SEEN_BUCKET_ITEMS (half that many items per bucket for "fine" runs,
+ * the writer's choice; runs under SEEN_LARGE_RUN values written with
+ * buckets of SEEN_LEGACY_BUCKET_ITEMS still load)
  * and bucket_w = ceil((span+1) / nbuckets): uniform
  * values fill the buckets evenly.  Every bucket restarts its
  * gaps: its first value is coded as v - bucket_base, the next ones as

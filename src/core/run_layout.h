@@ -93,22 +93,32 @@ static inline uint64_t ipow(uint64_t k, uint32_t e)
     return r;
 }
 
-static inline uint32_t canonical_nbuckets(uint64_t n, bool fine)
+static inline uint32_t nbuckets_of(uint64_t n, uint64_t per)
 {
-    /* Large runs are where lookups spend their time (a point lookup decodes
-     * half a bucket), and their index is a small share of what they hold.
-     * Fine buckets serve the run every single add probes and rewrites. */
-    uint64_t per = fine                  ? SEEN_BUCKET_ITEMS / 4
-                   : n >= SEEN_LARGE_RUN ? SEEN_BUCKET_ITEMS / 2
-                                         : SEEN_BUCKET_ITEMS;
     uint64_t nb = n / per;
     return nb < 2 ? 1 : (uint32_t)nb;
 }
 
-/* The bucket counts a writer gives a run of n values. */
+/* The bucket count the writer gives a run of n values.  A point lookup
+ * and every add's probe decode half a bucket; fine buckets serve the run
+ * every flush rewrites. */
+static inline uint32_t canonical_nbuckets(uint64_t n, bool fine)
+{
+    return nbuckets_of(n, fine ? SEEN_BUCKET_ITEMS / 2 : SEEN_BUCKET_ITEMS);
+}
+
+/* The count earlier writers gave a run under SEEN_LARGE_RUN values. */
+static inline uint32_t legacy_nbuckets(uint64_t n)
+{
+    return nbuckets_of(n, n >= SEEN_LARGE_RUN ? SEEN_BUCKET_ITEMS : SEEN_LEGACY_BUCKET_ITEMS);
+}
+
+/* The bucket counts a run is written with, by this writer or an earlier
+ * one. */
 static inline bool nbuckets_canonical(uint64_t n, uint32_t nbuckets)
 {
-    return nbuckets == canonical_nbuckets(n, false) || nbuckets == canonical_nbuckets(n, true);
+    return nbuckets == canonical_nbuckets(n, false) || nbuckets == canonical_nbuckets(n, true) ||
+           nbuckets == legacy_nbuckets(n);
 }
 
 /* The bucket counts a run may have: a delete keeps the count a run was
@@ -116,7 +126,7 @@ static inline bool nbuckets_canonical(uint64_t n, uint32_t nbuckets)
  * every value) until the run has lost half its values.  Format version 3. */
 static inline bool nbuckets_allowed(uint64_t n, uint32_t nbuckets)
 {
-    return nbuckets >= canonical_nbuckets(n, false) && nbuckets <= canonical_nbuckets(2 * n, true);
+    return nbuckets >= legacy_nbuckets(n) && nbuckets <= canonical_nbuckets(2 * n, true);
 }
 
 static inline uint64_t canonical_bucket_w(uint32_t nbuckets, uint64_t span)

@@ -141,9 +141,7 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
         assert_int_equal(seen__run_encode(&run, 1, v, t, n, ids, nsegs, fine), SEEN_OK);
     }
     assert_int_equal(seen__run_validate(&run), SEEN_OK);
-    uint32_t per = fine                  ? SEEN_BUCKET_ITEMS / 4
-                   : n >= SEEN_LARGE_RUN ? SEEN_BUCKET_ITEMS / 2
-                                         : SEEN_BUCKET_ITEMS;
+    uint32_t per = fine ? SEEN_BUCKET_ITEMS / 2 : SEEN_BUCKET_ITEMS;
     /* A run cut by rank may add buckets where its values jump. */
     if (ef)
         assert_int_equal(run.nbuckets, 1);
