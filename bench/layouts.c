@@ -27,7 +27,7 @@
  * are what the lookups themselves cost: a floor.  Medians of repeated,
  * time-bounded measurements, each repetition on another batch.
  */
-#include "internal.h"
+#include "run_layout.h"
 #include "seen.h"
 
 #include <math.h>
@@ -166,37 +166,6 @@ static double ef_bits(const ef_run *e)
            (double)e->nsamples * sample_bits;
 }
 
-/* select_byte[b][k]: the position of the k-th (0-based) set bit of b. */
-static uint8_t select_byte[256][8];
-
-static void select_init(void)
-{
-    for (unsigned b = 0; b < 256; b++) {
-        unsigned k = 0;
-        for (unsigned i = 0; i < 8; i++)
-            if (b >> i & 1)
-                select_byte[b][k++] = (uint8_t)i;
-    }
-}
-
-/* The position of the k-th (0-based) set bit of w, which has more than k:
- * the byte holding it from the bytes' running popcounts (one multiply),
- * then a table. */
-static inline unsigned select_in_word(uint64_t w, unsigned k)
-{
-    const uint64_t ones = UINT64_C(0x0101010101010101);
-    uint64_t c = w - ((w >> 1) & UINT64_C(0x5555555555555555));
-    c = (c & UINT64_C(0x3333333333333333)) + ((c >> 2) & UINT64_C(0x3333333333333333));
-    c = (c + (c >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
-    uint64_t running = c * ones; /* byte i: set bits in bytes 0..i */
-    /* Bytes whose running count is <= k lie wholly before the bit. */
-    uint64_t kk = (uint64_t)k * ones;
-    uint64_t le = ((kk | UINT64_C(0x8080808080808080)) - running) & UINT64_C(0x8080808080808080);
-    unsigned byte = (unsigned)__builtin_popcountll(le);
-    unsigned before = byte ? (unsigned)(running >> (8 * byte - 8)) & 0xff : 0;
-    return 8 * byte + select_byte[(w >> (8 * byte)) & 0xff][k - before];
-}
-
 /* From position p in upper, where high part h0 starts, the position where
  * high part h >= h0 starts: past h - h0 more zeros. */
 static inline uint64_t skip_zeros(const ef_run *e, uint64_t p, uint64_t zeros)
@@ -215,7 +184,7 @@ static inline uint64_t skip_zeros(const ef_run *e, uint64_t p, uint64_t zeros)
         w = ~e->upper[p >> 6];
         held = 64;
     }
-    return p + select_in_word(w, (unsigned)zeros - 1) + 1;
+    return p + seen__select64(w, (unsigned)zeros - 1) + 1;
 }
 
 /* Is v stored?  Starting from position p where high part h (v's) starts. */
@@ -435,7 +404,6 @@ int main(int argc, char **argv)
         nsizes = 1;
     }
     const size_t batches[] = {10000, 2000};
-    select_init();
     printf("Run layouts: the library against a bare Elias-Fano run\n");
     printf("(error %.3f, 24-character ids, one window loaded in time order; µs per batch, "
            "hashing included, median of %d)\n\n",

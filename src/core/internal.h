@@ -412,9 +412,10 @@ static inline bool seen__run_is_ef(const seen__run *r)
 {
     return r->golomb_m == 0;
 }
-/* Whether seen__run_encode codes a run of n values over `span` as
- * Elias-Fano. */
-bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span, bool fine);
+/* Whether seen__run_encode codes a run of n values over `span` with
+ * divisor c as Elias-Fano (fine buckets or not: the run that takes every
+ * flush gains from it as much as the others). */
+bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span);
 /* The low bits a run of n values over span takes: the fewest total bits. */
 unsigned seen__ef_low_bits(uint64_t n, uint64_t span);
 /* Check the header of an Elias-Fano run (n, span, ef_low, code_bits and

@@ -510,7 +510,7 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
 {
     if (n == 0 || n > UINT32_MAX || nsegs == 0 || nsegs > SEEN_MAX_SEGMENTS)
         return SEEN_ERR_ARG;
-    if (seen__ef_wanted(c, n, vals[n - 1] - vals[0], fine))
+    if (seen__ef_wanted(c, n, vals[n - 1] - vals[0]))
         return seen__ef_encode(out, c, vals, tags, n, seg_ids, nsegs);
     seen__run r;
     memset(&r, 0, sizeof r);

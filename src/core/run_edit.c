@@ -305,7 +305,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     /* A run grown to the size Elias-Fano codes is rebuilt as one. */
     if (r->nsegs != 1 || k == 0 || vals[0] < r->base || vals[k - 1] - r->base > r->span ||
         n2 > UINT32_MAX || !nbuckets_allowed(n2, r->nbuckets) ||
-        seen__ef_wanted(r->c, n2, r->span, false) ||
+        seen__ef_wanted(r->c, n2, r->span) ||
         (n2 >= SEEN_LARGE_RUN && n2 > (uint64_t)r->nbuckets * SEEN_BUCKET_ITEMS))
         return SEEN_OK;
     seen__golomb g;

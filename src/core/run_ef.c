@@ -39,9 +39,8 @@
 
 /* ------------------------------------------------------------ shape */
 
-bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span, bool fine)
+bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span)
 {
-    (void)fine;
     return c > 1 && n >= SEEN_EF_MIN_RUN && n <= UINT32_MAX &&
            seen__ef_low_bits(n, span) <= SEEN_EF_MAX_LOW_BITS;
 }
@@ -149,30 +148,6 @@ static inline unsigned popcount64(uint64_t w)
     return (unsigned)__builtin_popcountll(w);
 }
 
-/* The position of the k-th (0-based) set bit of w, which has more than k:
- * the byte holding it from the bytes' running counts (one multiply), then
- * at most seven bits cleared within it. */
-static inline unsigned select64(uint64_t w, unsigned k)
-{
-    const uint64_t ones = UINT64_C(0x0101010101010101);
-    uint64_t c = w - ((w >> 1) & UINT64_C(0x5555555555555555));
-    c = (c & UINT64_C(0x3333333333333333)) + ((c >> 2) & UINT64_C(0x3333333333333333));
-    c = (c + (c >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
-    uint64_t running = c * ones; /* byte i: set bits in bytes 0..i */
-    uint64_t kk = (uint64_t)k * ones;
-    uint64_t le = ((kk | UINT64_C(0x8080808080808080)) - running) & UINT64_C(0x8080808080808080);
-    unsigned byte = (unsigned)((le >> 7) * ones >> 56); /* bytes wholly before the bit */
-    unsigned before = (unsigned)((running << 8) >> (8 * byte)) & 0xffu;
-    uint64_t b = (w >> (8 * byte)) & 0xffu;
-    /* Within the byte, the same count over its bits spread one to a byte:
-     * no loop, so no branch to mispredict. */
-    uint64_t spread = ((b * ones) & UINT64_C(0x8040201008040201)) + UINT64_C(0x7f7f7f7f7f7f7f7f);
-    uint64_t prefix = ((spread >> 7) & ones) * ones; /* byte i: set bits 0..i of b */
-    uint64_t dd = (uint64_t)(k - before) * ones;
-    uint64_t le2 = ((dd | UINT64_C(0x8080808080808080)) - prefix) & UINT64_C(0x8080808080808080);
-    return 8 * byte + (unsigned)((le2 >> 7) * ones >> 56);
-}
-
 /*
  * The index of the value of high part h whose low part is `want`, or -1;
  * h's values are the ones from bit p of the uppers on (none past ubits).
@@ -225,7 +200,7 @@ static inline __attribute__((always_inline)) int64_t ef_find_in(const seen__run 
             w = ~up_word(up, ++k);
             z = popcount64(w);
         }
-        p = k * 64 + select64(w, (unsigned)zeros - 1) + 1;
+        p = k * 64 + seen__select64(w, (unsigned)zeros - 1) + 1;
     }
     return match_high(lw, r->n + highs(r), p, h, x & ((UINT64_C(1) << l) - 1));
 }
@@ -273,7 +248,7 @@ ef_match_body(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
                     zw = 64 - popcount64(w);
                 }
             }
-            p = k * 64 + select64(~w, (unsigned)(h - zb - 1)) + 1;
+            p = k * 64 + seen__select64(~w, (unsigned)(h - zb - 1)) + 1;
         }
         int64_t at = match_high(&lw, ubits, p, h, x & lowmask);
         tags[c] = at < 0 ? -1 : per ? tag_at(r, per, (uint64_t)at) : 0;
@@ -462,7 +437,7 @@ void seen__ef_index(seen__run *r)
             w &= (UINT64_C(1) << ((r->n + highs(r)) & 63)) - 1;
         unsigned z = (unsigned)__builtin_popcountll(w);
         while (j <= ns && zeros + z >= next) {
-            uint64_t pos = k * 64 + select64(w, (unsigned)(next - zeros - 1)) + 1;
+            uint64_t pos = k * 64 + seen__select64(w, (unsigned)(next - zeros - 1)) + 1;
             seen__bitw_put(&sw, pos, r->ef.wsample);
             j++;
             next += every;

@@ -277,6 +277,30 @@ static inline const uint8_t *bucket_codes(const seen__run *r, uint64_t pos, uint
     return r->mem + codes_offset(r);
 }
 
+/* The position of the k-th (0-based) set bit of w, which has more than k:
+ * the byte holding it from the bytes' running counts (one multiply), then
+ * at most seven bits cleared within it. */
+static inline unsigned seen__select64(uint64_t w, unsigned k)
+{
+    const uint64_t ones = UINT64_C(0x0101010101010101);
+    uint64_t c = w - ((w >> 1) & UINT64_C(0x5555555555555555));
+    c = (c & UINT64_C(0x3333333333333333)) + ((c >> 2) & UINT64_C(0x3333333333333333));
+    c = (c + (c >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
+    uint64_t running = c * ones; /* byte i: set bits in bytes 0..i */
+    uint64_t kk = (uint64_t)k * ones;
+    uint64_t le = ((kk | UINT64_C(0x8080808080808080)) - running) & UINT64_C(0x8080808080808080);
+    unsigned byte = (unsigned)((le >> 7) * ones >> 56); /* bytes wholly before the bit */
+    unsigned before = (unsigned)((running << 8) >> (8 * byte)) & 0xffu;
+    uint64_t b = (w >> (8 * byte)) & 0xffu;
+    /* Within the byte, the same count over its bits spread one to a byte:
+     * no loop, so no branch to mispredict. */
+    uint64_t spread = ((b * ones) & UINT64_C(0x8040201008040201)) + UINT64_C(0x7f7f7f7f7f7f7f7f);
+    uint64_t prefix = ((spread >> 7) & ones) * ones; /* byte i: set bits 0..i of b */
+    uint64_t dd = (uint64_t)(k - before) * ones;
+    uint64_t le2 = ((dd | UINT64_C(0x8080808080808080)) - prefix) & UINT64_C(0x8080808080808080);
+    return 8 * byte + (unsigned)((le2 >> 7) * ones >> 56);
+}
+
 /* Bits of an Elias-Fano run's uppers with their padding: where its lows
  * start (run_ef.c). */
 static inline uint64_t ef_ups_bits(const seen__run *r)

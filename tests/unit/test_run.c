@@ -119,7 +119,7 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
     if (ef && seen__ef_low_bits(n, v[n - 1] - v[0]) > SEEN_EF_MAX_LOW_BITS) {
         /* Too sparse for Elias-Fano: the encoder refuses, the writer
          * codes such runs Golomb. */
-        assert_false(seen__ef_wanted(2, n, v[n - 1] - v[0], false));
+        assert_false(seen__ef_wanted(2, n, v[n - 1] - v[0]));
         assert_int_equal(seen__ef_encode(&run, 2, v, t, n, ids, nsegs), SEEN_ERR_ARG);
         free(v);
         free(t);
