@@ -313,7 +313,6 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     seen__divider mdiv;
     seen__divider_init(&mdiv, r->golomb_m);
     edit_frame f = {0};
-    uint64_t *bucket = NULL;
     acc_writer w = {0};
     seen_err err = SEEN_ERR_NOMEM;
     if (!edit_frame_init(&f, r))
@@ -324,7 +323,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     uint64_t per = r->code_bits / r->n + 1;
     if (!seen__aw_reserve(&w, r->code_bits + (uint64_t)k * (per + g.b + 2) + 64))
         goto done;
-    size_t vi = 0, added = 0, cap = 0;
+    size_t vi = 0, added = 0;
     for (uint32_t j = 0; j < r->nbuckets; j++) {
         noffs[j] = aw_bits(&w);
         nfirsts[j] = firsts[j] + added;
@@ -336,35 +335,57 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
                 goto done;
             continue;
         }
-        size_t cnt = (size_t)(firsts[j + 1] - firsts[j]), vend = vi;
-        while (vend < k && vals[vend] <= top)
-            vend++;
-        if (cnt + (vend - vi) > cap) {
-            seen__free(bucket);
-            cap = cnt + (vend - vi);
-            bucket = seen__malloc(cap * sizeof *bucket);
-            if (bucket == NULL)
-                goto done;
-        }
-        /* The bucket's values and the new ones, merged; a value it holds
-         * already is counted, not added. */
-        uint64_t pos = offs[j] - org, v = lo;
-        size_t m = 0;
-        for (size_t i = 0; i < cnt; i++) {
-            v = (i == 0 ? lo : v + 1) + golomb_get(codes, &pos, &g);
-            while (vi < vend && vals[vi] < v)
-                bucket[m++] = vals[vi++];
-            if (vi < vend && vals[vi] == v) {
-                (*held)++;
-                vi++;
+        /* A code depends only on the gap to the value before it, so the
+         * codes before the first new value, and those after the old value
+         * that follows the last new one, are copied as they are; only the
+         * codes in between are decoded and written again. */
+        size_t cnt = (size_t)(firsts[j + 1] - firsts[j]);
+        uint64_t pos = offs[j] - org, end = offs[j + 1] - org, from = pos, code_at = pos;
+        uint64_t prev = 0, next = 0;
+        bool have_prev = false, have_next = false;
+        size_t i = 0;
+        while (i < cnt) {
+            code_at = pos;
+            uint64_t v = (i == 0 ? lo : prev + 1) + golomb_get(codes, &pos, &g);
+            i++;
+            if (v >= vals[vi]) {
+                next = v;
+                have_next = true;
+                break;
             }
-            bucket[m++] = v;
+            prev = v;
+            have_prev = true;
         }
-        while (vi < vend)
-            bucket[m++] = vals[vi++];
-        added += m - cnt;
-        for (size_t i = 0; i < m; i++) {
-            uint64_t gap = i == 0 ? bucket[i] - lo : bucket[i] - bucket[i - 1] - 1;
+        uint64_t kept = have_next ? code_at : pos;
+        if (kept > from && !seen__aw_copy(&w, codes, from, kept - from))
+            goto done;
+        /* The new values merged with the old ones they fall between; a
+         * value the run holds already is counted, not added. */
+        for (;;) {
+            uint64_t x;
+            bool more = vi < k && vals[vi] <= top;
+            if (have_next && (!more || next <= vals[vi])) {
+                if (more && next == vals[vi]) {
+                    (*held)++;
+                    vi++;
+                }
+                x = next;
+                if (!more) {
+                    have_next = false;
+                } else if (i < cnt) {
+                    code_at = pos;
+                    next = next + 1 + golomb_get(codes, &pos, &g);
+                    i++;
+                } else {
+                    have_next = false;
+                }
+            } else if (more) {
+                x = vals[vi++];
+                added++;
+            } else {
+                break;
+            }
+            uint64_t gap = have_prev ? x - prev - 1 : x - lo;
             uint64_t q = g.m > 1 ? seen__div(&mdiv, gap) : gap;
             if (q > SEEN_WITH_MAX_QUOTIENT) {
                 /* A gap far wider than the parameter was chosen for (a
@@ -376,7 +397,11 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
             if (w.byte + (q + 130) / 8 + 16 > w.cap && !seen__aw_reserve(&w, q + 130))
                 goto done;
             golomb_put(&w, &g, &mdiv, gap);
+            prev = x;
+            have_prev = true;
         }
+        if (end > pos && !seen__aw_copy(&w, codes, pos, end - pos))
+            goto done;
     }
     noffs[r->nbuckets] = aw_bits(&w);
     nfirsts[r->nbuckets] = r->n + added;
@@ -395,7 +420,6 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     *applies = true;
 done:
     seen__free(f.offs);
-    seen__free(bucket);
     seen__free(w.buf);
     return err;
 }

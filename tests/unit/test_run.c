@@ -285,10 +285,16 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
     /* Adding values in place (runs of one segment): new ones within the
      * span, one the run holds already; every value decodes, in order. */
     if (nsegs == 1 && n > 4 && v[n - 1] - v[0] > 2 * n) {
-        uint64_t add[9];
+        uint64_t add[12];
         size_t k = 0;
-        for (int tries = 0; tries < 8; tries++) {
-            uint64_t x = v[0] + 1 + rng_below(r, v[n - 1] - v[0] - 1);
+        /* Random values, one the run holds, and neighbours of held values:
+         * the codes kept as they are end and resume right there. */
+        for (int tries = 0; tries < 11; tries++) {
+            size_t at_held = 1 + (size_t)rng_below(r, n - 2);
+            uint64_t x = tries == 8    ? v[at_held]
+                         : tries == 9  ? v[at_held] + 1
+                         : tries == 10 ? v[at_held] - 1
+                                       : v[0] + 1 + rng_below(r, v[n - 1] - v[0] - 1);
             size_t at = 0;
             while (at < k && add[at] < x)
                 at++;
