@@ -38,6 +38,97 @@ _Static_assert(sizeof(seen_key) == 32, "a key record fits the 32-byte allocation
 _Static_assert(SEEN_PACK_MAX_BYTES_LIMIT < (1 << 21), "a packed length fits its 21 bits");
 _Static_assert(SEEN_KEY_FLAGS_ALL == 1, "the key's flags fit their one bit");
 
+/* ------------------------------------------------------------ packed bytes */
+
+/*
+ * Packed bytes rest in one block, or in two where one block would be
+ * rounded up by much: the allocator's classes are a quarter apart, so at a
+ * few KB 2,100 bytes take 2,560.  Then the first block is of the class
+ * below (2,048): it starts with the address of the second and holds the
+ * bytes that fit after it, and a small second block holds the rest.  The
+ * first block's size tells where the bytes divide, so nothing else is
+ * kept.
+ */
+
+/* A split saves at least this much, or the bytes stay in one block. */
+#define SPLIT_MIN_SAVING 64
+
+/* The class below the one of `size` bytes in jemalloc's sequence (four
+ * classes per doubling, 16 bytes apart up to 128); a guess, checked after
+ * allocating. */
+static size_t class_below(size_t size)
+{
+    if (size <= 128)
+        return size > 16 ? size - 16 : 0;
+    unsigned log = 63 - (unsigned)__builtin_clzll((unsigned long long)(size - 1));
+    return size - ((size_t)1 << (log - 2));
+}
+
+static uint8_t *second_block(const uint8_t *first)
+{
+    uint8_t *b;
+    memcpy(&b, first, sizeof b);
+    return b;
+}
+
+/* Memory the packed bytes hold. */
+static size_t packed_size(const uint8_t *body, bool split)
+{
+    size_t b = RedisModule_MallocSize((void *)body);
+    return split ? b + RedisModule_MallocSize(second_block(body)) : b;
+}
+
+static void packed_free(uint8_t *body, bool split)
+{
+    if (split)
+        RedisModule_Free(second_block(body));
+    RedisModule_Free(body);
+}
+
+/* The bytes of `one` (len of them, in one block, taken over) as they rest:
+ * in two blocks where that saves memory (*split), else as they are. */
+static uint8_t *packed_rest(uint8_t *one, size_t len, bool *split)
+{
+    *split = false;
+    size_t whole = RedisModule_MallocSize(one);
+    size_t first = class_below(whole);
+    if (whole < len + SPLIT_MIN_SAVING || first <= sizeof(uint8_t *) ||
+        first - sizeof(uint8_t *) >= len)
+        return one;
+    size_t part = first - sizeof(uint8_t *);
+    uint8_t *a = RedisModule_Alloc(first);
+    uint8_t *b = RedisModule_Alloc(len - part);
+    /* The first block must be exactly its class: its size marks the cut. */
+    if (RedisModule_MallocSize(a) != first ||
+        first + RedisModule_MallocSize(b) + SPLIT_MIN_SAVING > whole) {
+        RedisModule_Free(a);
+        RedisModule_Free(b);
+        return one;
+    }
+    memcpy(a, &b, sizeof b);
+    memcpy(a + sizeof b, one, part);
+    memcpy(b, one + part, len - part);
+    RedisModule_Free(one);
+    *split = true;
+    return a;
+}
+
+/* The packed bytes in one piece: the body itself, or (*owned: free it) a
+ * copy joining its two blocks. */
+static const uint8_t *packed_join(const uint8_t *body, size_t len, bool split, bool *owned)
+{
+    *owned = split;
+    if (!split)
+        return body;
+    size_t part = RedisModule_MallocSize((void *)body) - sizeof(uint8_t *);
+    uint8_t *joined = RedisModule_Alloc(len);
+    memcpy(joined, body + sizeof(uint8_t *), part);
+    memcpy(joined + part, second_block(body), len - part);
+    return joined;
+}
+
+/* ------------------------------------------------------------ values */
+
 seen_key *seen_key_new(seen_set *set, uint32_t flags, int64_t jitter_ms)
 {
     seen_key *k = RedisModule_Alloc(sizeof *k);
@@ -66,6 +157,7 @@ typedef struct touched_key {
     seen_key *k;
     uint8_t *packed; /* the bytes it rested as, NULL once a write changed it */
     uint32_t packed_len;
+    bool packed_split;
 } touched_key;
 
 static touched_key *touched;
@@ -79,7 +171,7 @@ static touched_key *touch(seen_key *k)
         touched_cap = touched_cap ? 2 * touched_cap : 16;
         touched = RedisModule_Realloc(touched, touched_cap * sizeof *touched);
     }
-    touched[ntouched] = (touched_key){k, NULL, 0};
+    touched[ntouched] = (touched_key){k, NULL, 0, false};
     k->listed = 1;
     return &touched[ntouched++];
 }
@@ -98,17 +190,24 @@ seen_set *seen_key_set(seen_key *k)
 {
     if (k->packed_len) {
         seen_set *set;
+        bool joined;
+        const uint8_t *bytes = packed_join(k->body, k->packed_len, k->split, &joined);
         /* Bytes this module wrote and validated when they came in: they
          * load unless memory is corrupt, and then nothing can go on. */
-        if (seen_deserialize_trusted(k->body, k->packed_len, &set) != SEEN_OK) {
+        seen_err err = seen_deserialize_trusted(bytes, k->packed_len, &set);
+        if (joined)
+            RedisModule_Free((void *)bytes);
+        if (err != SEEN_OK) {
             RedisModule_Log(NULL, "warning", "seen: a packed set in memory does not load");
             abort();
         }
         touched_key *t = touch(k); /* not listed yet: a listed key is unpacked */
         t->packed = k->body;
         t->packed_len = k->packed_len;
+        t->packed_split = k->split;
         k->body = set;
         k->packed_len = 0;
+        k->split = 0;
     }
     return k->body;
 }
@@ -120,7 +219,7 @@ void seen_key_changed(seen_key *k)
     if (t == NULL) {
         touch(k);
     } else if (t->packed) {
-        RedisModule_Free(t->packed);
+        packed_free(t->packed, t->packed_split);
         t->packed = NULL;
     }
 }
@@ -137,31 +236,37 @@ static void pack(seen_key *k)
     if (need > seen_cfg.pack_max_bytes)
         return;
     uint8_t *bytes = RedisModule_Alloc(need ? need : 1);
-    if (seen_serialize(set, bytes, need, &len) != SEEN_OK ||
-        RedisModule_MallocSize(bytes) >= seen_bytes(set)) {
+    if (seen_serialize(set, bytes, need, &len) != SEEN_OK) {
         RedisModule_Free(bytes);
+        return;
+    }
+    bool split;
+    bytes = packed_rest(bytes, len, &split);
+    if (packed_size(bytes, split) >= seen_bytes(set)) {
+        packed_free(bytes, split);
         return;
     }
     k->body = bytes;
     k->packed_len = len;
+    k->split = split;
     seen_free(set);
 }
 
-/* What the key holds as it rests, `packed` being its bytes while a
- * command reads it unpacked. */
-static size_t resting_bytes(const seen_key *k, const uint8_t *packed)
+/* What the key holds as it rests, `t` listing its bytes while a command
+ * reads it unpacked. */
+static size_t resting_bytes(const seen_key *k, const touched_key *t)
 {
     size_t b = RedisModule_MallocSize((void *)k);
-    if (packed)
-        return b + RedisModule_MallocSize((void *)packed);
-    return b + (k->packed_len ? RedisModule_MallocSize(k->body) : seen_bytes(k->body));
+    if (t && t->packed)
+        return b + packed_size(t->packed, t->packed_split);
+    return b + (k->packed_len ? packed_size(k->body, k->split) : seen_bytes(k->body));
 }
 
-static void account(seen_key *k, int64_t now, const uint8_t *packed)
+static void account(seen_key *k, int64_t now, const touched_key *t)
 {
     seen_set *set = seen_key_unpacked(k);
     uint64_t items = set ? seen_count(set, now) : k->counted_items;
-    uint64_t bytes = resting_bytes(k, packed);
+    uint64_t bytes = resting_bytes(k, t);
     /* Unsigned wrap-around makes add-then-subtract exact either way. */
     atomic_fetch_add_explicit(&seen_counters.items, items - k->counted_items, memory_order_relaxed);
     atomic_fetch_add_explicit(&seen_counters.bytes, bytes - k->counted_bytes, memory_order_relaxed);
@@ -179,6 +284,7 @@ void seen_keys_settle(int64_t now)
             seen_free(k->body);
             k->body = t->packed;
             k->packed_len = t->packed_len;
+            k->split = t->packed_split;
             continue;
         }
         account(k, now, NULL); /* items, from the set */
@@ -197,11 +303,11 @@ void seen_key_free(seen_key *k)
     touched_key *t = touched_entry(k);
     if (t) {
         if (t->packed)
-            RedisModule_Free(t->packed);
+            packed_free(t->packed, t->packed_split);
         *t = touched[--ntouched];
     }
     if (k->packed_len)
-        RedisModule_Free(k->body);
+        packed_free(k->body, k->split);
     else
         seen_free(k->body);
     RedisModule_Free(k);
@@ -210,13 +316,13 @@ void seen_key_free(seen_key *k)
 size_t seen_key_bytes(const seen_key *k)
 {
     const touched_key *t = touched_entry(k);
-    return resting_bytes(k, t ? t->packed : NULL);
+    return resting_bytes(k, t);
 }
 
 void seen_key_account(seen_key *k, int64_t now)
 {
     const touched_key *t = touched_entry(k);
-    account(k, now, t ? t->packed : NULL);
+    account(k, now, t);
 }
 
 bool seen_key_meta_valid(uint32_t flags, int64_t jitter_ms, const seen_policy *policy)
@@ -233,16 +339,15 @@ seen_err seen_key_deserialize(const uint8_t *buf, size_t len, seen_set **out)
     return seen_deserialize(buf, len, out);
 }
 
-/* The key's serialized set: its packed bytes (*owned false), or made
- * now (*owned true: free it). */
+/* The key's serialized set: its packed bytes (*owned false, unless they
+ * rest in two blocks), or made now (*owned true: free it). */
 static const uint8_t *stored_bytes(const seen_key *k, size_t *len, bool *owned)
 {
     const touched_key *t = touched_entry(k);
-    if (k->packed_len || (t && t->packed)) {
-        *len = k->packed_len ? k->packed_len : t->packed_len;
-        *owned = false;
-        return k->packed_len ? k->body : t->packed;
-    }
+    if (k->packed_len)
+        return packed_join(k->body, *len = k->packed_len, k->split, owned);
+    if (t && t->packed)
+        return packed_join(t->packed, *len = t->packed_len, t->packed_split, owned);
     *owned = true;
     return serialize(k->body, len);
 }
@@ -377,8 +482,14 @@ static void *type_copy(RedisModuleString *from, RedisModuleString *to, const voi
     seen_key *c;
     if (k->packed_len) {
         c = seen_key_new(NULL, k->flags, k->jitter_ms);
-        c->body = RedisModule_Alloc(k->packed_len);
-        memcpy(c->body, k->body, k->packed_len);
+        bool joined, split;
+        const uint8_t *bytes = packed_join(k->body, k->packed_len, k->split, &joined);
+        uint8_t *one = RedisModule_Alloc(k->packed_len);
+        memcpy(one, bytes, k->packed_len);
+        if (joined)
+            RedisModule_Free((void *)bytes);
+        c->body = packed_rest(one, k->packed_len, &split);
+        c->split = split;
         c->packed_len = k->packed_len;
         atomic_fetch_add_explicit(&seen_counters.items, k->counted_items, memory_order_relaxed);
         c->counted_items = k->counted_items;
