@@ -387,13 +387,14 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
  * entries, zeroed by the caller) counts the values removed per tag. */
 seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
                            uint64_t *removed_per_tag, size_t *removed, bool *applies);
-/* The run r (one segment) with the sorted, distinct values vals[0..k)
- * added in the buckets they fall in; *held counts those it held already.
- * *applies is false when this cannot be done so (values outside the run's
- * span, a bucket count the new size may not keep): then rebuild.  When it
+/* The run r with the sorted, distinct values vals[0..k) added in the
+ * buckets they fall in, tagged `tag` (< r->nsegs); *held counts those it
+ * held already.  *applies is false when this cannot be done so (values
+ * outside the run's span, a bucket count the new size may not keep, or in
+ * a run of several segments a value it holds): then rebuild.  When it
  * applies, *out is the new run. */
 seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
-                        size_t *held, bool *applies);
+                        uint32_t tag, size_t *held, bool *applies);
 /* Decode every value and tag of a valid run into arrays of r->n entries. */
 void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags);
 /* The tag of every value of a valid run into tags[0..n). */

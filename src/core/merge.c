@@ -145,9 +145,9 @@ static seen_err stream_from_head(const seen_set *s, const next_state *ns, head_p
 
 /*
  * The common flush, done in place: the head's items into the one run that
- * takes them, when that run has the output's divisor and one live segment,
- * every head entry consumed is alive and of that segment, and nothing is
- * removed.  The head's values go into the buckets they fall in
+ * takes them, when that run has the output's divisor and only live
+ * segments, every head entry consumed is alive and of one of them, and
+ * nothing is removed.  The head's values go into the buckets they fall in
  * (seen__run_with) and the rest of the run is copied; values the run holds
  * already (or the head twice) collapse as in the general merge.  *done is
  * false when this does not apply; then nothing has changed.
@@ -156,11 +156,14 @@ static seen_err merge_in_place(const seen_set *s, next_state *ns, const seen__ru
                                head_part with_head, uint64_t c_out, seen__run *out, bool *done)
 {
     *done = false;
-    if (r->c != c_out || r->nsegs != 1 || ns->seg_map != NULL || ns->hn == 0)
+    if (r->c != c_out || ns->seg_map != NULL || ns->hn == 0)
         return SEEN_OK;
-    int32_t at = seg_find(ns->segs, ns->nsegs, seen__run_segs(r)[0]);
-    if (at < 0 || !seg_alive(s, &ns->segs[at], ns->origin, ns->clock))
-        return SEEN_OK;
+    const uint32_t *ids = seen__run_segs(r);
+    for (uint32_t t = 0; t < r->nsegs; t++) {
+        int32_t k = seg_find(ns->segs, ns->nsegs, ids[t]);
+        if (k < 0 || !seg_alive(s, &ns->segs[k], ns->origin, ns->clock))
+            return SEEN_OK;
+    }
     uint64_t *in_count = seen__calloc(ns->nsegs, sizeof *in_count);
     if (in_count == NULL)
         return SEEN_ERR_NOMEM;
@@ -169,11 +172,19 @@ static seen_err merge_in_place(const seen_set *s, next_state *ns, const seen__ru
     uint64_t *fresh = NULL;
     if (err != SEEN_OK)
         goto done;
-    /* Every entry consumed must be alive and of the run's segment. */
+    /* Every entry consumed must be alive and of one of the run's
+     * segments: its tag. */
     uint64_t consumed = 0;
-    for (uint32_t k = 0; k < ns->nsegs; k++)
+    int32_t at = -1;
+    for (uint32_t k = 0; k < ns->nsegs; k++) {
         consumed += in_count[k];
-    if (hs.n == 0 || consumed != hs.n || in_count[at] != hs.n)
+        if (in_count[k] == hs.n)
+            at = (int32_t)k;
+    }
+    uint32_t tag = 0;
+    while (at >= 0 && tag < r->nsegs && ids[tag] != ns->segs[at].id)
+        tag++;
+    if (hs.n == 0 || consumed != hs.n || at < 0 || tag == r->nsegs)
         goto done;
     fresh = seen__malloc(hs.n * sizeof *fresh);
     if (fresh == NULL) {
@@ -190,7 +201,7 @@ static seen_err merge_in_place(const seen_set *s, next_state *ns, const seen__ru
     }
     bool applies = false;
     size_t held = 0;
-    err = seen__run_with(out, r, fresh, k, &held, &applies);
+    err = seen__run_with(out, r, fresh, k, tag, &held, &applies);
     if (err != SEEN_OK || !applies)
         goto done;
     collapsed += held;

@@ -293,7 +293,7 @@ done:
 #define SEEN_WITH_MAX_QUOTIENT 1024u
 
 seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
-                        size_t *held, bool *applies)
+                        uint32_t tag, size_t *held, bool *applies)
 {
     *applies = false;
     *held = 0;
@@ -303,11 +303,18 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
      * every add) is rebuilt once they average twice its canonical ones. */
     uint64_t n2 = (uint64_t)r->n + k;
     /* A run grown to the size Elias-Fano codes is rebuilt as one. */
-    if (r->nsegs != 1 || k == 0 || vals[0] < r->base || vals[k - 1] - r->base > r->span ||
+    if (tag >= r->nsegs || k == 0 || vals[0] < r->base || vals[k - 1] - r->base > r->span ||
         n2 > UINT32_MAX || !nbuckets_allowed(n2, r->nbuckets) ||
         seen__ef_wanted(r->c, n2, r->span) ||
         (n2 >= SEEN_LARGE_RUN && n2 > (uint64_t)r->nbuckets * SEEN_BUCKET_ITEMS))
         return SEEN_OK;
+    /* The Golomb parameter stays: once the new count calls for one more
+     * than 1/16 smaller, codes would grow longer than a rebuild's. */
+    if (!run_ranked(r)) {
+        uint64_t want = seen__golomb_choose(n2, r->span);
+        if (r->golomb_m > want + want / 16)
+            return SEEN_OK;
+    }
     seen__golomb g;
     seen__golomb_init(&g, r->golomb_m);
     seen__divider mdiv;
@@ -315,7 +322,11 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     edit_frame f = {0};
     acc_writer w = {0};
     seen_err err = SEEN_ERR_NOMEM;
-    if (!edit_frame_init(&f, r))
+    /* With tags: how many of the run's values precede each new one. */
+    uint64_t *ins = r->nsegs > 1 ? seen__malloc(k * sizeof *ins) : NULL;
+    uint16_t *tags = NULL;
+    size_t nins = 0;
+    if ((r->nsegs > 1 && ins == NULL) || !edit_frame_init(&f, r))
         goto done;
     uint64_t *offs = f.offs, *firsts = f.firsts, *noffs = f.noffs, *nfirsts = f.nfirsts,
              *lows = f.lows;
@@ -357,6 +368,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
             have_prev = true;
         }
         uint64_t kept = have_next ? code_at : pos;
+        uint64_t olds_before = firsts[j] + (have_next ? i - 1 : i);
         if (kept > from && !seen__aw_copy(&w, codes, from, kept - from))
             goto done;
         /* The new values merged with the old ones they fall between; a
@@ -366,10 +378,17 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
             bool more = vi < k && vals[vi] <= top;
             if (have_next && (!more || next <= vals[vi])) {
                 if (more && next == vals[vi]) {
+                    /* With tags the value would move to the newest of its
+                     * two segments, which a rebuild accounts for. */
+                    if (ins) {
+                        err = SEEN_OK;
+                        goto done;
+                    }
                     (*held)++;
                     vi++;
                 }
                 x = next;
+                olds_before++;
                 if (!more) {
                     have_next = false;
                 } else if (i < cnt) {
@@ -382,6 +401,8 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
             } else if (more) {
                 x = vals[vi++];
                 added++;
+                if (ins)
+                    ins[nins++] = olds_before;
             } else {
                 break;
             }
@@ -411,9 +432,23 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     nr.tail_bit = 0;
     nr.n = (uint32_t)(r->n + added);
     nr.code_bits = noffs[r->nbuckets];
-    err = nr.code_bits > SEEN_MAX_CODE_BITS
-              ? SEEN_OK
-              : seen__run_assemble(&nr, noffs, nfirsts, lows, seen__run_segs(r), NULL, NULL, w.buf);
+    if (nr.code_bits > SEEN_MAX_CODE_BITS) {
+        err = SEEN_OK;
+        goto done;
+    }
+    if (ins) {
+        /* The old tags, then the new values' tag inserted where they went
+         * in (old values first: ins counts them). */
+        tags = seen__malloc(((size_t)r->n + nr.n) * sizeof *tags);
+        if (tags == NULL)
+            goto done;
+        uint16_t *old = tags + nr.n;
+        seen__run_decode_tags(r, old);
+        size_t o = 0, a = 0;
+        for (size_t q = 0; q < nr.n; q++)
+            tags[q] = (a < nins && ins[a] == o) ? (a++, (uint16_t)tag) : old[o++];
+    }
+    err = seen__run_assemble(&nr, noffs, nfirsts, lows, seen__run_segs(r), tags, NULL, w.buf);
     if (err != SEEN_OK || nr.mem == NULL)
         goto done;
     *out = nr;
@@ -421,5 +456,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
 done:
     seen__free(f.offs);
     seen__free(w.buf);
+    seen__free(ins);
+    seen__free(tags);
     return err;
 }

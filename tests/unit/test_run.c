@@ -282,14 +282,18 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
             seen__run_release(&edited);
         }
     }
-    /* Adding values in place (runs of one segment): new ones within the
-     * span, one the run holds already; every value decodes, in order. */
-    if (nsegs == 1 && n > 4 && v[n - 1] - v[0] > 2 * n) {
+    /* Adding values in place: new ones within the span, tagged with one
+     * of the run's segments; every value decodes, in order, with its tag.
+     * A value the run holds already is counted in a run of one segment and
+     * makes a run of several rebuild. */
+    if (n > 4 && v[n - 1] - v[0] > 2 * n) {
         uint64_t add[12];
         size_t k = 0;
+        uint32_t tag = (uint32_t)rng_below(r, nsegs);
+        bool with_held = nsegs == 1 || rng_below(r, 2) == 0;
         /* Random values, one the run holds, and neighbours of held values:
          * the codes kept as they are end and resume right there. */
-        for (int tries = 0; tries < 11; tries++) {
+        for (int tries = 0; tries < (with_held ? 11 : 8); tries++) {
             size_t at_held = 1 + (size_t)rng_below(r, n - 2);
             uint64_t x = tries == 8    ? v[at_held]
                          : tries == 9  ? v[at_held] + 1
@@ -307,20 +311,31 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
         size_t held = 0, want_held = 0;
         bool applies = false;
         seen__run grown;
-        assert_int_equal(seen__run_with(&grown, &run, add, k, &held, &applies), SEEN_OK);
+        assert_int_equal(seen__run_with(&grown, &run, add, k, tag, &held, &applies), SEEN_OK);
         assert_true(!ef || !applies);
+        bool holds_one = false;
+        for (size_t a = 0, i = 0; a < k; a++) {
+            while (i < n && v[i] < add[a])
+                i++;
+            holds_one |= i < n && v[i] == add[a];
+        }
+        assert_true(nsegs == 1 || !holds_one || !applies);
         if (applies) {
             in_place_adds++;
             assert_int_equal(seen__run_validate(&grown), SEEN_OK);
             assert_true(grown.base == run.base && grown.span == run.span);
             uint64_t *all = malloc((n + k) * sizeof *all);
+            uint16_t *all_tags = malloc((n + k) * sizeof *all_tags);
             size_t m = 0, i = 0, a = 0;
             while (i < n || a < k) {
-                if (a == k || (i < n && v[i] < add[a]))
+                if (a == k || (i < n && v[i] < add[a])) {
+                    all_tags[m] = t[i];
                     all[m++] = v[i++];
-                else if (i == n || add[a] < v[i])
+                } else if (i == n || add[a] < v[i]) {
+                    all_tags[m] = (uint16_t)tag;
                     all[m++] = add[a++];
-                else {
+                } else {
+                    all_tags[m] = t[i];
                     all[m++] = v[i++];
                     a++;
                     want_held++;
@@ -332,9 +347,11 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
             uint16_t *gt = malloc(m * sizeof *gt);
             seen__run_decode(&grown, gv, gt);
             assert_memory_equal(gv, all, m * sizeof *gv);
+            assert_memory_equal(gt, all_tags, m * sizeof *gt);
             free(gv);
             free(gt);
             free(all);
+            free(all_tags);
             seen__run_release(&grown);
         }
     }
