@@ -177,6 +177,11 @@ seen_err seen_expire(seen_set *set, int64_t now);
  * that compaction. */
 int seen_compactable(const seen_set *set, int64_t now);
 
+/* 1 if the set still stores entries forgotten by `now` (a slice past the
+ * window): queries ignore them, and seen_expire(set, now), or any write,
+ * drops them.  Hosts call it on idle sets to reclaim that memory. */
+int seen_holds_forgotten(const seen_set *set, int64_t now);
+
 /* ------------------------------------------------------- prepared queries */
 
 /*

@@ -630,6 +630,16 @@ static bool unsettled(const seen_set *s, const next_state *ns)
     return exact > 0 && used < budget && fitting_divisor(ns->plan_c, budget - used, exact) > 1;
 }
 
+int seen_holds_forgotten(const seen_set *s, int64_t now)
+{
+    if (s == NULL || check_time(now) != SEEN_OK)
+        return 0;
+    for (uint32_t i = 0; i < s->nsegs; i++)
+        if (s->segs[i].phys > 0 && !seg_alive(s, &s->segs[i], s->origin, now))
+            return 1;
+    return 0;
+}
+
 int seen_compactable(const seen_set *s, int64_t now)
 {
     if (s == NULL || check_time(now) != SEEN_OK)

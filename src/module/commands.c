@@ -851,7 +851,8 @@ int seen_compact_key(RedisModuleCtx *ctx, RedisModuleString *name, int64_t now, 
         return 0; /* gone or replaced since: nothing of ours to compact */
     }
     seen_key *k = RedisModule_ModuleTypeGetValue(key);
-    if (!seen_compactable(seen_key_set(k), now)) {
+    seen_set *set = seen_key_set(k);
+    if (!seen_compactable(set, now) && !seen_holds_forgotten(set, now)) {
         RedisModule_CloseKey(key);
         return 0;
     }

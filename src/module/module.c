@@ -351,5 +351,6 @@ __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ct
     if (RedisModule_RegisterInfoFunc(ctx, info_section) != REDISMODULE_OK ||
         seen_compact_register(ctx) != REDISMODULE_OK)
         return REDISMODULE_ERR;
+    seen_sweep_start(ctx);
     return REDISMODULE_OK;
 }

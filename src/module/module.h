@@ -162,9 +162,14 @@ void seen_compact_schedule(RedisModuleCtx *ctx, RedisModuleString *name, seen_ke
 void seen_compact_note_loaded(RedisModuleIO *io, const seen_key *k);
 int seen_compact_register(RedisModuleCtx *ctx);
 /* Compact the key `name` of the selected database at `now` if it holds an
- * import's items exactly, and replicate that as SEEN.COMPACT ... NOW now.
+ * import's items exactly or entries forgotten by `now`, and replicate that
+ * as SEEN.COMPACT ... NOW now.
  * Returns 1 if it did, 0 if there was nothing to do, -1 on error (*err). */
 int seen_compact_key(RedisModuleCtx *ctx, RedisModuleString *name, int64_t now, const char **err);
+
+/* Start the sweep that compacts idle keys holding forgotten entries
+ * (sweep.c). */
+void seen_sweep_start(RedisModuleCtx *ctx);
 
 /* ------------------------------------------------------------ parsing */
 

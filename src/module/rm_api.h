@@ -65,11 +65,15 @@ typedef struct RedisModuleType RedisModuleType;
 typedef struct RedisModuleDigest RedisModuleDigest;
 typedef struct RedisModuleInfoCtx RedisModuleInfoCtx;
 typedef struct RedisModuleCommand RedisModuleCommand;
+typedef struct RedisModuleScanCursor RedisModuleScanCursor;
 
 typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 typedef uint64_t RedisModuleTimerID;
 typedef void (*RedisModuleTimerProc)(RedisModuleCtx *ctx, void *data);
 typedef void (*RedisModuleInfoFunc)(RedisModuleInfoCtx *ctx, int for_crash_report);
+/* key: the key opened for reading, or NULL (then open it by name). */
+typedef void (*RedisModuleScanCB)(RedisModuleCtx *ctx, RedisModuleString *keyname,
+                                  RedisModuleKey *key, void *privdata);
 
 /* A server event to subscribe to: its id and the version of its data. */
 typedef struct RedisModuleEvent {
@@ -221,6 +225,11 @@ typedef struct RedisModuleCommandInfo {
     X(RedisModuleTimerID, CreateTimer,                                                             \
       (RedisModuleCtx * ctx, long long period, RedisModuleTimerProc callback, void *data))         \
     X(long long, Milliseconds, (void))                                                             \
+    X(RedisModuleScanCursor *, ScanCursorCreate, (void))                                           \
+    X(void, ScanCursorDestroy, (RedisModuleScanCursor * cursor))                                   \
+    X(int, Scan,                                                                                   \
+      (RedisModuleCtx * ctx, RedisModuleScanCursor * cursor, RedisModuleScanCB fn,                 \
+       void *privdata))                                                                            \
     X(void, GetRandomBytes, (unsigned char *dst, size_t len))                                      \
     X(void, Log, (RedisModuleCtx * ctx, const char *level, const char *fmt, ...))                  \
     X(void, LogIOError, (RedisModuleIO * io, const char *level, const char *fmt, ...))             \

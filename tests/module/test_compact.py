@@ -35,6 +35,30 @@ def import_history(client, key, now, days=150, per_day=140, pages=30, order="tim
     return items, times
 
 
+def master_and_replica(make_server):
+    """A master with the AOF on and a replica in sync with it: the master
+    server and both clients."""
+    master = make_server("--appendonly", "yes", "--repl-diskless-sync-delay", "0", name="master")
+    replica = make_server(name="replica")
+    m, s = master.client(), replica.client()
+    s.replicaof("127.0.0.1", master.port)
+    wait_for(lambda: s.info("replication")["master_link_status"] == "up" and
+             not s.info("replication")["master_sync_in_progress"], what="replica sync")
+    return master, m, s
+
+
+def same_on_replica_and_replay(master, m, s, key):
+    """The replica, and the master replaying its AOF after a restart, hold
+    the key's bytes as the master does now.  Returns the new client."""
+    assert m.wait(1, 10000) == 1
+    dump = m.dump(key)
+    assert s.dump(key) == dump
+    master.restart()
+    m = master.client()
+    assert m.dump(key) == dump
+    return m
+
+
 def live_items(items, times, now):
     return [it for it, t in zip(items, times) if t > now - 90 * DAY]
 
@@ -80,22 +104,11 @@ def test_live_write_ends_an_import(r):
 
 
 def test_compaction_reaches_replica_and_aof(make_server):
-    master = make_server("--appendonly", "yes", "--repl-diskless-sync-delay", "0", name="master")
-    replica = make_server(name="replica")
-    m, s = master.client(), replica.client()
-    s.replicaof("127.0.0.1", master.port)
-    wait_for(lambda: s.info("replication")["master_link_status"] == "up" and
-             not s.info("replication")["master_sync_in_progress"], what="replica sync")
+    master, m, s = master_and_replica(make_server)
     now = server_ms(m)
     import_history(m, "k", now, days=120, per_day=60, pages=10)
     wait_compacted(m, "k")
-    assert m.wait(1, 10000) == 1
-    dump = m.dump("k")
-    assert s.dump("k") == dump
-    # A replay of the AOF applies the same compaction at the same time.
-    master.restart()
-    m = master.client()
-    assert m.dump("k") == dump
+    m = same_on_replica_and_replay(master, m, s, "k")
     assert info_map(m.execute_command("SEEN.INFO", "k"))["encoding"] == b"compact"
 
 
@@ -117,3 +130,38 @@ def test_import_cut_short_by_a_restart_is_compacted_after_loading(make_server, p
     live = live_items(items, times, now)
     assert c.execute_command("SEEN.MFILTER", 1, "k", "REPLY", "FLAGS", "ITEMS", *live) == \
         b"1" * len(live)
+
+
+def held_entries(client, key):
+    """Entries the key stores (runs and buffer), forgotten ones included."""
+    info = info_map(client.execute_command("SEEN.INFO", key))
+    return sum(info_map(run)["items"] for run in info["runs"]), info["items"]
+
+
+def write_then_fall_idle(client, key, now):
+    """Items in a slice that was forgotten 2.5 days ago, then items of the
+    next slice; no write since, so only the sweep can drop the first."""
+    start = now - 115 * DAY
+    client.execute_command("SEEN.RESERVE", key, "WINDOW", "90d", "SLICES", "4", "ERROR", "0.001")
+    for page in range(40):
+        client.execute_command("SEEN.INSERT", key, "NOW", start + page * DAY // 4, "ITEMS",
+                               *["old-%d-%d" % (page, i) for i in range(20)])
+    for page in range(40):
+        client.execute_command("SEEN.INSERT", key, "NOW", start + 25 * DAY + page * DAY // 4,
+                               "ITEMS", *["kept-%d-%d" % (page, i) for i in range(20)])
+
+
+def test_idle_key_drops_forgotten_slices(make_server):
+    master, m, s = master_and_replica(make_server)
+    write_then_fall_idle(m, "idle", server_ms(m))
+    # Forgotten at once for queries; held until the sweep finds the key.
+    old = ["old-%d-%d" % (p, i) for p in range(40) for i in range(20)]
+    kept = ["kept-%d-%d" % (p, i) for p in range(40) for i in range(20)]
+    flags = m.execute_command("SEEN.MFILTER", 1, "idle", "REPLY", "FLAGS", "ITEMS", *old, *kept)
+    assert flags[len(old):] == b"1" * len(kept) and flags[:len(old)].count(b"1") < 5
+    wait_for(lambda: held_entries(m, "idle") == (800, 800), timeout=10,
+             what="the sweep to drop the forgotten slice")
+    assert m.execute_command("SEEN.COUNT", "idle") == 800
+    assert m.execute_command("SEEN.MFILTER", 1, "idle", "REPLY", "FLAGS", "ITEMS",
+                             *kept) == b"1" * len(kept)
+    same_on_replica_and_replay(master, m, s, "idle")

@@ -1672,6 +1672,54 @@ static seen_err run_op(op_kind k, seen_set **s, uint64_t base, int64_t now)
     }
 }
 
+/* A set left alone after a slice is forgotten keeps its entries until a
+ * write or an expiry: seen_holds_forgotten() says so, so that a host can
+ * reclaim them, and seen_expire() does. */
+static void test_forgotten_entries_reclaimed(void **state)
+{
+    (void)state;
+    enum { N = 2000 };
+    probe_items pi;
+    items_alloc(&pi, 2 * N);
+    for (size_t i = 0; i < 2 * N; i++)
+        items_set(&pi, i, i + 1);
+    seen_policy p = policy(90 * DAY, 4, 0.001, 0, SEEN_IDS_STR, 16);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    /* N items in the first ten days, N more from day 30 to 40. */
+    for (size_t i = 0; i < 2 * N; i += 20) {
+        int64_t t = i < N ? T0 + (int64_t)i * 10 * DAY / N
+                          : T0 + 30 * DAY + (int64_t)(i - N) * 10 * DAY / N;
+        assert_int_equal(seen_add_str(s, pi.strs + i, 20, NULL, t, NULL), SEEN_OK);
+    }
+    int64_t last = T0 + 40 * DAY;
+    assert_int_equal(seen_holds_forgotten(s, last), 0);
+    /* The first slice (22.5 days) is forgotten from day 112.5 on. */
+    int64_t gone = T0 + 90 * DAY + 45 * DAY / 2;
+    assert_int_equal(seen_holds_forgotten(s, gone - 1), 0);
+    assert_int_equal(seen_holds_forgotten(s, gone), 1);
+    assert_int_equal(seen_compactable(s, gone), 0); /* no import to settle */
+    size_t before = seen_bytes(s);
+    assert_int_equal(seen_expire(s, gone), SEEN_OK);
+    assert_int_equal(seen_holds_forgotten(s, gone), 0);
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    assert_true(seen_bytes(s) * 10 < before * 6);
+    assert_int_equal(seen_count(s, gone), N);
+    uint8_t *seen = calloc(2 * N, 1);
+    assert_int_equal(seen_filter_str(s, pi.strs, 2 * N, gone, seen), SEEN_OK);
+    size_t early = 0;
+    for (size_t i = 0; i < 2 * N; i++) {
+        if (i >= N)
+            assert_true(seen[i]);
+        else
+            early += seen[i];
+    }
+    assert_true(early < 10);
+    free(seen);
+    seen_free(s);
+    items_free(&pi);
+}
+
 static void test_allocation_failures(void **state)
 {
     (void)state;
@@ -1751,6 +1799,7 @@ int main(void)
         cmocka_unit_test(test_segment_id_renumbering),
         cmocka_unit_test(test_clustered_int_ids),
         cmocka_unit_test(test_reloaded_copy_stays_identical),
+        cmocka_unit_test(test_forgotten_entries_reclaimed),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests_name("seen sets against the model", tests, NULL, NULL);

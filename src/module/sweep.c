@@ -1,0 +1,105 @@
+/*
+ * sweep.c — reclaiming what idle keys have forgotten.
+ *
+ * A slice past the window is forgotten at once (queries ignore it), but
+ * its entries stay in the key until the key's next write drops them.  A
+ * user who stops coming keeps a key that answers for ever fewer items yet
+ * holds all of them until its TTL deletes it whole.  The sweep walks the
+ * keyspace a little at every tick, on masters, and compacts each key that
+ * holds such entries as a write would (seen_compact_key: replicated and
+ * written to the AOF as SEEN.COMPACT key NOW ms, so replicas and replays
+ * build the same bytes).  A key's memory follows what it still holds, not
+ * when its user last came.
+ *
+ * Each tick spends at most SWEEP_BUDGET_US of real time, about 1% of a
+ * core; a key is found again within one pass over the keyspace (minutes
+ * for millions of keys), and a slice lives for days.
+ */
+#include "module.h"
+
+#include <time.h>
+
+#define SWEEP_TICK_MS 100
+#define SWEEP_BUDGET_US 1000
+/* Keys one scan step may find to compact; a step returns a few keys, and a
+ * key left out is found on the next pass. */
+#define SWEEP_BATCH 64
+
+static RedisModuleScanCursor *cursor;
+static int sweep_db;
+
+typedef struct sweep_step {
+    int64_t now;
+    size_t ndue;
+    RedisModuleString *due[SWEEP_BATCH];
+} sweep_step;
+
+static int64_t monotonic_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void visit(RedisModuleCtx *ctx, RedisModuleString *name, RedisModuleKey *key, void *data)
+{
+    sweep_step *step = data;
+    RedisModuleKey *opened = key ? NULL : RedisModule_OpenKey(ctx, name, REDISMODULE_READ);
+    RedisModuleKey *k = key ? key : opened;
+    seen_set *set = NULL;
+    if (step->ndue < SWEEP_BATCH && RedisModule_KeyType(k) == REDISMODULE_KEYTYPE_MODULE &&
+        RedisModule_ModuleTypeGetType(k) == seen_type)
+        set = seen_key_set(RedisModule_ModuleTypeGetValue(k));
+    /* An import under way waits for its own compaction (compact.c), which
+     * drops forgotten entries too. */
+    if (set && seen_holds_forgotten(set, step->now) && !seen_compactable(set, step->now)) {
+        size_t len;
+        const char *ptr = RedisModule_StringPtrLen(name, &len);
+        step->due[step->ndue++] = RedisModule_CreateString(NULL, ptr, len);
+    }
+    if (opened)
+        RedisModule_CloseKey(opened);
+}
+
+static void tick(RedisModuleCtx *ctx, void *data)
+{
+    (void)data;
+    RedisModule_CreateTimer(ctx, SWEEP_TICK_MS, tick, NULL);
+    int flags = RedisModule_GetContextFlags(ctx);
+    /* Replicas apply their master's SEEN.COMPACT. */
+    if (!(flags & REDISMODULE_CTX_FLAGS_MASTER) || (flags & REDISMODULE_CTX_FLAGS_LOADING))
+        return;
+    int64_t start = monotonic_us();
+    int64_t now = RedisModule_Milliseconds();
+    if (RedisModule_SelectDb(ctx, sweep_db) != REDISMODULE_OK) {
+        sweep_db = 0;
+        RedisModule_SelectDb(ctx, 0);
+    }
+    do {
+        if (cursor == NULL)
+            cursor = RedisModule_ScanCursorCreate();
+        sweep_step step = {.now = now, .ndue = 0};
+        bool more = RedisModule_Scan(ctx, cursor, visit, &step) != 0;
+        /* Packed keys looked at were unpacked: they rest again first. */
+        seen_keys_settle(now);
+        for (size_t i = 0; i < step.ndue; i++) {
+            const char *err = NULL;
+            if (seen_compact_key(ctx, step.due[i], now, &err) < 0)
+                RedisModule_Log(ctx, "warning", "seen: reclaiming a key failed: %s", err);
+            RedisModule_FreeString(NULL, step.due[i]);
+        }
+        seen_keys_settle(now);
+        if (!more) {
+            /* This database is done: the next one, or back to the first. */
+            RedisModule_ScanCursorDestroy(cursor);
+            cursor = NULL;
+            sweep_db++;
+            break;
+        }
+    } while (monotonic_us() - start < SWEEP_BUDGET_US);
+}
+
+void seen_sweep_start(RedisModuleCtx *ctx)
+{
+    RedisModule_CreateTimer(ctx, SWEEP_TICK_MS, tick, NULL);
+}
