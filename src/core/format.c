@@ -539,13 +539,15 @@ static seen_err tag_counts(const seen_set *s, const id_index *ix, uint64_t *phys
             phys[find_seg(ix, ids[0])] += r->n;
             continue;
         }
-        uint16_t *tags = seen__malloc((size_t)r->n * sizeof *tags);
-        if (tags == NULL)
+        /* Count per tag, then add each tag's count to its segment: one
+         * lookup per tag, not per entry. */
+        uint64_t *per_tag = seen__calloc(r->nsegs, sizeof *per_tag);
+        if (per_tag == NULL)
             return SEEN_ERR_NOMEM;
-        seen__run_decode_tags(r, tags);
-        for (uint32_t k = 0; k < r->n; k++)
-            phys[find_seg(ix, ids[tags[k]])]++;
-        seen__free(tags);
+        seen__run_count_tags(r, per_tag);
+        for (uint32_t t = 0; t < r->nsegs; t++)
+            phys[find_seg(ix, ids[t])] += per_tag[t];
+        seen__free(per_tag);
     }
     return SEEN_OK;
 }

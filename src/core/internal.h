@@ -399,6 +399,8 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
 void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags);
 /* The tag of every value of a valid run into tags[0..n). */
 void seen__run_decode_tags(const seen__run *r, uint16_t *tags);
+/* per_tag[t] += how many of r's values have tag t (r->nsegs entries). */
+void seen__run_count_tags(const seen__run *r, uint64_t *per_tag);
 /* Check a run read from untrusted bytes: header fields, index, every code,
  * order, tags.  The header fields must already be in r and mem allocated
  * with seen__run_mem_size(r) bytes. */

@@ -238,6 +238,27 @@ void seen__run_decode_tags(const seen__run *r, uint16_t *tags)
     }
 }
 
+void seen__run_count_tags(const seen__run *r, uint64_t *per_tag)
+{
+    if (r->nsegs <= 1) {
+        per_tag[0] += r->n;
+        return;
+    }
+    seen__divider kd;
+    seen__divider_init(&kd, r->nsegs);
+    const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+    uint32_t per = run_tags_per_word(r);
+    for (size_t i = 0; i < r->n; i += per) {
+        uint64_t word = seen__load64le(tw + (i / per) * 8);
+        size_t end_i = i + per < r->n ? i + per : r->n;
+        for (size_t t = i; t < end_i; t++) {
+            uint64_t q = seen__div(&kd, word);
+            per_tag[word - q * r->nsegs]++;
+            word = q;
+        }
+    }
+}
+
 bool seen__run_tags_ok(const seen__run *r)
 {
     /* Every word a valid base-k number, nothing past the last item. */
