@@ -104,9 +104,11 @@ typedef struct seen_config {
 #define SEEN_MFILTER_MAX_KEYS_LIMIT 10000
 
 /* A set rests packed while its serialized form is at most this large:
- * small keys are most keys, and their tables would outweigh their items;
- * unpacking costs a command a few microseconds per kilobyte. */
-#define SEEN_PACK_MAX_BYTES_DEFAULT 4096
+ * small keys are most keys, and their tables (~600 bytes) would outweigh
+ * their items.  Unpacking costs a command under a microsecond per
+ * kilobyte (3 us for a steady 4,000-item set), against ~2 bits per item
+ * saved at 2,000-4,000 items. */
+#define SEEN_PACK_MAX_BYTES_DEFAULT 8192
 #define SEEN_PACK_MAX_BYTES_LIMIT (1LL << 20)
 
 extern seen_config seen_cfg;
