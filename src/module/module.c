@@ -275,6 +275,9 @@ static void info_section(RedisModuleInfoCtx *ctx, int for_crash_report)
         {"candidates_seen", &seen_counters.candidates_seen},
         {"remove_calls", &seen_counters.remove_calls},
         {"items_removed", &seen_counters.items_removed},
+        {"sweep_keys_visited", &seen_counters.sweep_keys_visited},
+        {"sweep_keys_reclaimed", &seen_counters.sweep_keys_reclaimed},
+        {"sweep_passes", &seen_counters.sweep_passes},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         RedisModule_InfoAddFieldULongLong(

@@ -131,6 +131,9 @@ typedef struct seen_stats {
     atomic_ullong candidates_seen;
     atomic_ullong remove_calls;
     atomic_ullong items_removed;
+    atomic_ullong sweep_keys_visited;   /* keys the sweep looked at */
+    atomic_ullong sweep_keys_reclaimed; /* and compacted (forgotten entries dropped) */
+    atomic_ullong sweep_passes;         /* whole keyspaces walked */
 } seen_stats;
 
 extern seen_stats seen_counters;

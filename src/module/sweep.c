@@ -44,6 +44,7 @@ static int64_t monotonic_us(void)
 static void visit(RedisModuleCtx *ctx, RedisModuleString *name, RedisModuleKey *key, void *data)
 {
     sweep_step *step = data;
+    atomic_fetch_add_explicit(&seen_counters.sweep_keys_visited, 1, memory_order_relaxed);
     RedisModuleKey *opened = key ? NULL : RedisModule_OpenKey(ctx, name, REDISMODULE_READ);
     RedisModuleKey *k = key ? key : opened;
     seen_set *set = NULL;
@@ -72,7 +73,7 @@ static void tick(RedisModuleCtx *ctx, void *data)
     int64_t start = monotonic_us();
     int64_t now = RedisModule_Milliseconds();
     if (RedisModule_SelectDb(ctx, sweep_db) != REDISMODULE_OK) {
-        sweep_db = 0;
+        sweep_db = 0; /* the databases were fewer than when the pass began */
         RedisModule_SelectDb(ctx, 0);
     }
     do {
@@ -84,8 +85,12 @@ static void tick(RedisModuleCtx *ctx, void *data)
         seen_keys_settle(now);
         for (size_t i = 0; i < step.ndue; i++) {
             const char *err = NULL;
-            if (seen_compact_key(ctx, step.due[i], now, &err) < 0)
+            int done = seen_compact_key(ctx, step.due[i], now, &err);
+            if (done < 0)
                 RedisModule_Log(ctx, "warning", "seen: reclaiming a key failed: %s", err);
+            else if (done > 0)
+                atomic_fetch_add_explicit(&seen_counters.sweep_keys_reclaimed, 1,
+                                          memory_order_relaxed);
             RedisModule_FreeString(NULL, step.due[i]);
         }
         seen_keys_settle(now);
@@ -93,7 +98,10 @@ static void tick(RedisModuleCtx *ctx, void *data)
             /* This database is done: the next one, or back to the first. */
             RedisModule_ScanCursorDestroy(cursor);
             cursor = NULL;
-            sweep_db++;
+            if (RedisModule_SelectDb(ctx, ++sweep_db) != REDISMODULE_OK) {
+                sweep_db = 0;
+                atomic_fetch_add_explicit(&seen_counters.sweep_passes, 1, memory_order_relaxed);
+            }
             break;
         }
     } while (monotonic_us() - start < SWEEP_BUDGET_US);

@@ -161,6 +161,10 @@ def test_idle_key_drops_forgotten_slices(make_server):
     assert flags[len(old):] == b"1" * len(kept) and flags[:len(old)].count(b"1") < 5
     wait_for(lambda: held_entries(m, "idle") == (800, 800), timeout=10,
              what="the sweep to drop the forgotten slice")
+    stats = m.info("seen")
+    assert stats["seen_sweep_keys_reclaimed"] == 1 and stats["seen_sweep_keys_visited"] >= 1
+    wait_for(lambda: m.info("seen")["seen_sweep_passes"] >= 1, what="a whole pass")
+    assert s.info("seen")["seen_sweep_keys_visited"] == 0  # replicas do not sweep
     assert m.execute_command("SEEN.COUNT", "idle") == 800
     assert m.execute_command("SEEN.MFILTER", 1, "idle", "REPLY", "FLAGS", "ITEMS",
                              *kept) == b"1" * len(kept)
