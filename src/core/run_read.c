@@ -217,12 +217,11 @@ void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags)
     seen__run_decode_tags(r, tags);
 }
 
-void seen__run_decode_tags(const seen__run *r, uint16_t *tags)
+/* Calls `each(ctx, i, tag)` for the tags of a run of several segments, in
+ * order: digits of base-nsegs words, least significant first. */
+static inline __attribute__((always_inline)) void
+for_each_tag(const seen__run *r, void (*each)(void *, size_t, uint32_t), void *ctx)
 {
-    if (r->nsegs <= 1) {
-        memset(tags, 0, (size_t)r->n * sizeof *tags);
-        return;
-    }
     seen__divider kd;
     seen__divider_init(&kd, r->nsegs);
     const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
@@ -232,31 +231,37 @@ void seen__run_decode_tags(const seen__run *r, uint16_t *tags)
         size_t end_i = i + per < r->n ? i + per : r->n;
         for (size_t t = i; t < end_i; t++) {
             uint64_t q = seen__div(&kd, word);
-            tags[t] = (uint16_t)(word - q * r->nsegs);
+            each(ctx, t, (uint32_t)(word - q * r->nsegs));
             word = q;
         }
     }
 }
 
+static inline void store_tag(void *tags, size_t i, uint32_t tag)
+{
+    ((uint16_t *)tags)[i] = (uint16_t)tag;
+}
+
+static inline void count_tag(void *per_tag, size_t i, uint32_t tag)
+{
+    (void)i;
+    ((uint64_t *)per_tag)[tag]++;
+}
+
+void seen__run_decode_tags(const seen__run *r, uint16_t *tags)
+{
+    if (r->nsegs <= 1)
+        memset(tags, 0, (size_t)r->n * sizeof *tags);
+    else
+        for_each_tag(r, store_tag, tags);
+}
+
 void seen__run_count_tags(const seen__run *r, uint64_t *per_tag)
 {
-    if (r->nsegs <= 1) {
+    if (r->nsegs <= 1)
         per_tag[0] += r->n;
-        return;
-    }
-    seen__divider kd;
-    seen__divider_init(&kd, r->nsegs);
-    const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
-    uint32_t per = run_tags_per_word(r);
-    for (size_t i = 0; i < r->n; i += per) {
-        uint64_t word = seen__load64le(tw + (i / per) * 8);
-        size_t end_i = i + per < r->n ? i + per : r->n;
-        for (size_t t = i; t < end_i; t++) {
-            uint64_t q = seen__div(&kd, word);
-            per_tag[word - q * r->nsegs]++;
-            word = q;
-        }
-    }
+    else
+        for_each_tag(r, count_tag, per_tag);
 }
 
 bool seen__run_tags_ok(const seen__run *r)
