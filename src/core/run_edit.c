@@ -302,17 +302,28 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     /* Buckets grow as values come in: a large run (fine buckets, probed by
      * every add) is rebuilt once they average twice its canonical ones. */
     uint64_t n2 = (uint64_t)r->n + k;
+    if (tag >= r->nsegs || k == 0)
+        return SEEN_OK;
+    /* A run of one bucket cut by value (a small set's) takes values past
+     * its ends too: its base and span move, and no other bucket's base
+     * depends on them.  Others keep both. */
+    uint64_t base = r->base, top = r->base + r->span;
+    if (r->nbuckets == 1 && !run_ranked(r)) {
+        base = vals[0] < base ? vals[0] : base;
+        top = vals[k - 1] > top ? vals[k - 1] : top;
+    }
     /* A run grown to the size Elias-Fano codes is rebuilt as one. */
-    if (tag >= r->nsegs || k == 0 || vals[0] < r->base || vals[k - 1] - r->base > r->span ||
-        n2 > UINT32_MAX || !nbuckets_allowed(n2, r->nbuckets) ||
-        seen__ef_wanted(r->c, n2, r->span) ||
+    if (vals[0] < base || vals[k - 1] > top || n2 > UINT32_MAX ||
+        !nbuckets_allowed(n2, r->nbuckets) || seen__ef_wanted(r->c, n2, top - base) ||
         (n2 >= SEEN_LARGE_RUN && n2 > (uint64_t)r->nbuckets * SEEN_BUCKET_ITEMS))
         return SEEN_OK;
-    /* The Golomb parameter stays: once the new count calls for one more
-     * than 1/16 smaller, codes would grow longer than a rebuild's. */
+    /* The Golomb parameter stays: once the new size calls for one more
+     * than a quarter away, codes would grow longer than a rebuild's (by
+     * ~0.02 bit each at a quarter; a Golomb code is flat near its best
+     * parameter). */
     if (!run_ranked(r)) {
-        uint64_t want = seen__golomb_choose(n2, r->span);
-        if (r->golomb_m > want + want / 16)
+        uint64_t want = seen__golomb_choose(n2, top - base);
+        if (r->golomb_m > want + want / 4 || r->golomb_m + r->golomb_m / 4 < want)
             return SEEN_OK;
     }
     seen__golomb g;
@@ -338,10 +349,13 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     for (uint32_t j = 0; j < r->nbuckets; j++) {
         noffs[j] = aw_bits(&w);
         nfirsts[j] = firsts[j] + added;
-        uint64_t lo = bucket_lo(r, j), top = bucket_hi(r, j);
+        /* Old codes decode from lo; new ones are written from lo_out (the
+         * new base, in a run of one bucket that widens). */
+        uint64_t lo = bucket_lo(r, j), hi = r->nbuckets == 1 ? top : bucket_hi(r, j);
+        uint64_t lo_out = r->nbuckets == 1 ? base : lo;
         uint64_t org;
         const uint8_t *codes = bucket_codes(r, offs[j], &org);
-        if (vi == k || vals[vi] > top) {
+        if (vi == k || vals[vi] > hi) {
             if ((j = copy_untouched(&w, r, &f, j, vals, vi, k, (int64_t)added)) == UINT32_MAX)
                 goto done;
             continue;
@@ -375,7 +389,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
          * value the run holds already is counted, not added. */
         for (;;) {
             uint64_t x;
-            bool more = vi < k && vals[vi] <= top;
+            bool more = vi < k && vals[vi] <= hi;
             if (have_next && (!more || next <= vals[vi])) {
                 if (more && next == vals[vi]) {
                     /* With tags the value would move to the newest of its
@@ -406,7 +420,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
             } else {
                 break;
             }
-            uint64_t gap = have_prev ? x - prev - 1 : x - lo;
+            uint64_t gap = have_prev ? x - prev - 1 : x - lo_out;
             uint64_t q = g.m > 1 ? seen__div(&mdiv, gap) : gap;
             if (q > SEEN_WITH_MAX_QUOTIENT) {
                 /* A gap far wider than the parameter was chosen for (a
@@ -427,6 +441,8 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     noffs[r->nbuckets] = aw_bits(&w);
     nfirsts[r->nbuckets] = r->n + added;
     seen__run nr = *r;
+    nr.base = base;
+    nr.span = top - base;
     nr.mem = NULL;
     nr.tail = NULL;
     nr.tail_bit = 0;

@@ -96,7 +96,7 @@ static size_t make_values(rng *r, int shape, size_t n, uint64_t *v)
 
 /* In-place adds that applied, over all runs checked (reported, and must
  * not be none). */
-static int in_place_adds;
+static int in_place_adds, widened_adds;
 
 /* Encodes, decodes, looks up, clones and corrupts one run, Golomb-coded
  * or (ef) Elias-Fano; true if the run was stored in two blocks. */
@@ -287,18 +287,26 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
      * A value the run holds already is counted in a run of one segment and
      * makes a run of several rebuild. */
     if (n > 4 && v[n - 1] - v[0] > 2 * n) {
-        uint64_t add[12];
+        uint64_t add[14];
         size_t k = 0;
         uint32_t tag = (uint32_t)rng_below(r, nsegs);
+        /* A run of one bucket also takes values past either end. */
+        bool widens = run.nbuckets == 1 && !run_ranked(&run) && !ef;
         bool with_held = nsegs == 1 || rng_below(r, 2) == 0;
         /* Random values, one the run holds, and neighbours of held values:
          * the codes kept as they are end and resume right there. */
-        for (int tries = 0; tries < (with_held ? 11 : 8); tries++) {
+        for (int tries = 0; tries < (with_held ? 11 : 8) + (widens ? 2 : 0); tries++) {
             size_t at_held = 1 + (size_t)rng_below(r, n - 2);
-            uint64_t x = tries == 8    ? v[at_held]
-                         : tries == 9  ? v[at_held] + 1
-                         : tries == 10 ? v[at_held] - 1
-                                       : v[0] + 1 + rng_below(r, v[n - 1] - v[0] - 1);
+            int kind = tries < 8 ? 0 : with_held ? tries - 7 : tries - 10 + 3;
+            uint64_t x =
+                kind == 1               ? v[at_held]
+                : kind == 2             ? v[at_held] + 1
+                : kind == 3             ? v[at_held] - 1
+                : kind == 4 && v[0] > 0 ? v[0] - 1 - rng_below(r, v[0] < 100 ? v[0] : 100)
+                : kind == 5 && v[n - 1] < UINT64_MAX
+                    ? v[n - 1] + 1 +
+                          rng_below(r, UINT64_MAX - v[n - 1] < 100 ? UINT64_MAX - v[n - 1] : 100)
+                    : v[0] + 1 + rng_below(r, v[n - 1] - v[0] - 1);
             size_t at = 0;
             while (at < k && add[at] < x)
                 at++;
@@ -323,7 +331,10 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
         if (applies) {
             in_place_adds++;
             assert_int_equal(seen__run_validate(&grown), SEEN_OK);
-            assert_true(grown.base == run.base && grown.span == run.span);
+            uint64_t lo = add[0] < v[0] ? add[0] : run.base;
+            uint64_t hi = add[k - 1] > v[n - 1] ? add[k - 1] : run.base + run.span;
+            assert_true(grown.base == lo && grown.span == hi - lo);
+            widened_adds += lo != run.base || hi != run.base + run.span;
             uint64_t *all = malloc((n + k) * sizeof *all);
             uint16_t *all_tags = malloc((n + k) * sizeof *all_tags);
             size_t m = 0, i = 0, a = 0;
@@ -403,6 +414,55 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
     return split;
 }
 
+/* A small set's run (one bucket) takes values below its first and above
+ * its last in place, tagged, its base and span moving to them. */
+static void test_run_widens(void **state)
+{
+    (void)state;
+    rng r = {test_seed("widen", 7)};
+    for (int round = 0; round < 50; round++) {
+        enum { N = 100 };
+        uint64_t v[N + 4];
+        uint16_t t[N + 4];
+        uint32_t ids[3] = {7, 8, 9};
+        uint32_t nsegs = 1 + (uint32_t)rng_below(&r, 3);
+        for (size_t i = 0; i < N; i++) {
+            v[i] = 1000000 + i * 1400 + rng_below(&r, 1000); /* 400 apart at least */
+            t[i] = (uint16_t)rng_below(&r, nsegs);
+        }
+        seen__run run;
+        assert_int_equal(seen__run_encode(&run, 2, v, t, N, ids, nsegs, false), SEEN_OK);
+        assert_int_equal(run.nbuckets, 1);
+        uint64_t add[3] = {v[0] - 1 - rng_below(&r, 3000), v[N / 2] + 1,
+                           v[N - 1] + 1 + rng_below(&r, 3000)};
+        uint32_t tag = (uint32_t)rng_below(&r, nsegs);
+        seen__run grown;
+        size_t held = 0;
+        bool applies = false;
+        assert_int_equal(seen__run_with(&grown, &run, add, 3, tag, &held, &applies), SEEN_OK);
+        assert_true(applies);
+        assert_int_equal(held, 0);
+        assert_int_equal(seen__run_validate(&grown), SEEN_OK);
+        uint64_t lo = add[0] < v[0] ? add[0] : v[0];
+        assert_true(grown.base == lo && grown.span == add[2] - lo);
+        /* Every value, old and new, with its tag. */
+        uint64_t want[N + 3], got[N + 3];
+        uint16_t want_t[N + 3], got_t[N + 3];
+        size_t m = 0, i = 0, a = 0;
+        while (i < N || a < 3) {
+            bool old = a == 3 || (i < N && v[i] < add[a]);
+            want_t[m] = old ? t[i] : (uint16_t)tag;
+            want[m++] = old ? v[i++] : add[a++];
+        }
+        assert_int_equal(grown.n, N + 3);
+        seen__run_decode(&grown, got, got_t);
+        assert_memory_equal(got, want, sizeof want);
+        assert_memory_equal(got_t, want_t, sizeof want_t);
+        seen__run_release(&grown);
+        seen__run_release(&run);
+    }
+}
+
 static void test_runs(void **state)
 {
     (void)state;
@@ -427,8 +487,9 @@ static void test_runs(void **state)
         int splits = 0, tried = 0;
         for (size_t n = 1500; n < 60000; n += 1500 + rng_below(&r, 1500), tried++)
             splits += check_run(&r, tried % 2 ? 4 : 1, n, 1 + (uint32_t)rng_below(&r, 4), ef);
-        fprintf(stderr, "[stat] runs (%s): %d of %d large runs split, %d in-place adds\n",
-                ef ? "Elias-Fano" : "Golomb", splits, tried, in_place_adds);
+        fprintf(stderr,
+                "[stat] runs (%s): %d of %d large runs split, %d in-place adds (%d widening)\n",
+                ef ? "Elias-Fano" : "Golomb", splits, tried, in_place_adds, widened_adds);
         assert_true(splits * 2 > tried);
     }
     assert_true(in_place_adds > 0);
@@ -484,6 +545,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_divider),
         cmocka_unit_test(test_runs),
+        cmocka_unit_test(test_run_widens),
         cmocka_unit_test(test_sort),
     };
     return cmocka_run_group_tests_name("core building blocks", tests, NULL, NULL);
