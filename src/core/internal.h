@@ -81,7 +81,7 @@
 #define SEEN_YOUNG_MIN_SPAN_MS (24ll * 3600 * 1000)
 /* A young set may keep items coarser than its plan in one run while they
  * take at most 1/this of the budget (plan.c, young_share_ok). */
-#define SEEN_YOUNG_SHARE 8u
+#define SEEN_YOUNG_SHARE 16u
 /* A re-plan at least this many times coarser than the plan before it takes
  * a whole multiple of it (at most 1/8 finer than ideal: 0.2 bit). */
 #define SEEN_REPLAN_MULTIPLE_MIN 8u
