@@ -1,4 +1,4 @@
 # written by bench_redis for plot.gp
-nmem = 8
+nmem = 6
 nthr = 5
 batch = "10,000"
