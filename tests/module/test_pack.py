@@ -7,7 +7,7 @@ DUMP, the same INFO totals, in either form and across the threshold.
 """
 import random
 
-from helpers import info_map, server_ms
+from helpers import info_map, server_ms, wait_for
 
 ITEMS = ["item-%08d-abcdefghij" % i for i in range(3000)]
 
@@ -133,3 +133,27 @@ def test_packed_bytes_are_not_rounded_up_much(r):
     r.execute_command("DEBUG", "RELOAD")
     assert r.dump(key) == blob and r.memory_usage(key, samples=0) == held
     assert answers(r, key, candidates)[:1060] == b"1" * 1060
+
+
+def test_split_packed_keys_survive_aof_rewrite_and_rdb(make_server):
+    # Keys whose packed bytes rest in two blocks, through an AOF rewrite
+    # (SEEN.LOAD of the joined bytes) and a restart from it, then an RDB
+    # save and a restart from that.
+    server = make_server("--appendonly", "yes", "--aof-use-rdb-preamble", "no")
+    c = server.client()
+    now = server_ms(c) - 10000
+    for n in range(1000, 1120, 20):
+        fill(c, "s%d" % n, n, now=now)
+    dumps = {k: c.dump(k) for k in c.keys("s*")}
+    c.bgrewriteaof()
+    wait_for(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0 and
+             c.info("persistence")["aof_rewrite_scheduled"] == 0, what="the AOF rewrite")
+    for save in (False, True):
+        server.restart(save=save)
+        c = server.client()
+        assert {k: c.dump(k) for k in c.keys("s*")} == dumps
+        for n in range(1000, 1120, 20):
+            info = info_map(c.execute_command("SEEN.INFO", "s%d" % n))
+            assert info["bytes"] - 32 - info["serialized-bytes"] < 80, (n, info)
+            # Past 2,048 bytes, under the 2,560 one block would take.
+            assert 2048 < info["serialized-bytes"] and info["bytes"] - 32 < 2560, (n, info)
