@@ -403,14 +403,12 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
                 }
                 x = next;
                 olds_before++;
-                if (!more) {
-                    have_next = false;
-                } else if (i < cnt) {
-                    code_at = pos;
+                /* The old value after it, while new ones remain; the rest
+                 * of the bucket is copied from pos. */
+                have_next = more && i < cnt;
+                if (have_next) {
                     next = next + 1 + golomb_get(codes, &pos, &g);
                     i++;
-                } else {
-                    have_next = false;
                 }
             } else if (more) {
                 x = vals[vi++];
