@@ -513,15 +513,10 @@ seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, cons
     if (seen__ef_wanted(c, n, vals[n - 1] - vals[0]))
         return seen__ef_encode(out, c, vals, tags, n, seg_ids, nsegs);
     seen__run r;
-    memset(&r, 0, sizeof r);
-    r.c = c;
-    r.n = (uint32_t)n;
-    r.base = vals[0];
-    r.span = vals[n - 1] - vals[0];
+    run_header_init(&r, c, vals, n, nsegs);
     r.golomb_m = seen__golomb_choose(n, r.span);
     r.nbuckets = canonical_nbuckets(n, fine);
     r.bucket_w = canonical_bucket_w(r.nbuckets, r.span);
-    r.nsegs = nsegs;
 
     seen__divider bdiv;
     seen__divider_init(&bdiv, r.bucket_w);

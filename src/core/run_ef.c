@@ -452,14 +452,9 @@ seen_err seen__ef_encode(seen__run *out, uint64_t c, const uint64_t *vals, const
     if (n == 0 || n > UINT32_MAX || nsegs == 0 || nsegs > SEEN_MAX_SEGMENTS)
         return SEEN_ERR_ARG;
     seen__run r;
-    memset(&r, 0, sizeof r);
-    r.c = c;
-    r.n = (uint32_t)n;
-    r.base = vals[0];
-    r.span = vals[n - 1] - vals[0];
-    r.golomb_m = 0;
+    run_header_init(&r, c, vals, n, nsegs);
+    r.golomb_m = 0; /* marks the layout */
     r.nbuckets = 1;
-    r.nsegs = nsegs;
     r.ef.low = (uint8_t)seen__ef_low_bits(n, r.span);
     r.code_bits = ef_ups_bits(&r) + (uint64_t)n * r.ef.low;
     if (r.ef.low > SEEN_EF_MAX_LOW_BITS || seen__ef_shape(&r) != SEEN_OK)

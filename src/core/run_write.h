@@ -72,6 +72,19 @@ static inline void golomb_put(acc_writer *w, const seen__golomb *g, const seen__
     }
 }
 
+/* The header fields every encoder sets alike, from n >= 1 strictly
+ * increasing values; the layout's own fields are left zero. */
+static inline void run_header_init(seen__run *r, uint64_t c, const uint64_t *vals, size_t n,
+                                   uint32_t nsegs)
+{
+    memset(r, 0, sizeof *r);
+    r->c = c;
+    r->n = (uint32_t)n;
+    r->base = vals[0];
+    r->span = vals[n - 1] - vals[0];
+    r->nsegs = nsegs;
+}
+
 /* Make room for more_bits more bits (and the spare bytes); false, and the
  * writer marked failed, if memory runs out. */
 bool seen__aw_reserve(acc_writer *w, uint64_t more_bits);
