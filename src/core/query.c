@@ -18,6 +18,71 @@ void seen__run_tag_ranks(const seen_set *s, const seen__segment *segs, uint32_t 
     }
 }
 
+/* Candidates below lo from keys[c] on: eight at a time, then the last
+ * eight counted without a branch on where they end. */
+static inline size_t skip_below(const uint64_t *keys, size_t c, uint64_t lo)
+{
+    while (keys[c + 7] < lo)
+        c += 8;
+    return c + (size_t)(keys[c] < lo) + (keys[c + 1] < lo) + (keys[c + 2] < lo) +
+           (keys[c + 3] < lo) + (keys[c + 4] < lo) + (keys[c + 5] < lo) + (keys[c + 6] < lo) +
+           (keys[c + 7] < lo);
+}
+
+/* The candidates from keys[c] on that divide to the value whose keys start
+ * at lo take segment rank k if it is newer than theirs. */
+static inline void mark_from(const uint64_t *keys, size_t n, size_t c, uint64_t lo, uint64_t d,
+                             int32_t k, int32_t *rank)
+{
+    for (size_t j = c; j < n && keys[j] - lo < d; j++)
+        if (k > rank[j])
+            rank[j] = k;
+}
+
+/*
+ * Run r against candidates it has few values for: its values decoded in
+ * order, and for each the candidates that divide to it found by comparing
+ * keys with value * c (no division per candidate).  Where a value's
+ * candidates start is counted eight keys at a time, so a run of 2,500
+ * values against 10,000 candidates costs 2,500 short steps, not 10,000
+ * mispredicted ones; the two halves of the run are walked side by side,
+ * two independent chains of loads the CPU overlaps.  `keys` holds the
+ * candidates' keys and SEEN_CURSOR_PAD copies of UINT64_MAX after them.
+ */
+static seen_err locate_by_values(const seen__run *r, const uint64_t *keys, size_t n,
+                                 const int32_t *tr, int32_t *rank)
+{
+    uint64_t *vals = seen__malloc((size_t)r->n * (sizeof *vals + sizeof(uint16_t)));
+    if (vals == NULL)
+        return SEEN_ERR_NOMEM;
+    uint16_t *tags = (uint16_t *)(void *)(vals + r->n);
+    seen__run_decode(r, vals, tags);
+    /* vals[i] * d cannot overflow: vals[i] = key / d for some key. */
+    const uint64_t d = r->c;
+    const uint32_t half = r->n / 2;
+    /* The second half starts from its first value's first candidate. */
+    size_t a = 0, b = lower_bound(keys, n, vals[half] * d);
+    for (uint32_t i = 0, j = half; i < half; i++, j++) {
+        const uint64_t lo_a = vals[i] * d, lo_b = vals[j] * d;
+        a = skip_below(keys, a, lo_a);
+        b = skip_below(keys, b, lo_b);
+        const int32_t ka = tr[tags[i]], kb = tr[tags[j]];
+        if (ka >= 0)
+            mark_from(keys, n, a, lo_a, d, ka, rank);
+        if (kb >= 0)
+            mark_from(keys, n, b, lo_b, d, kb, rank);
+    }
+    if (r->n & 1) {
+        /* The last value, left over by the halves. */
+        const uint64_t lo = vals[r->n - 1] * d;
+        b = skip_below(keys, b, lo);
+        if (tr[tags[r->n - 1]] >= 0)
+            mark_from(keys, n, b, lo, d, tr[tags[r->n - 1]], rank);
+    }
+    seen__free(vals);
+    return SEEN_OK;
+}
+
 /*
  * For candidates sorted by key, the rank of the newest segment alive at q
  * holding each one, or -1 when none does.  Runs are walked with a cursor,
@@ -60,24 +125,41 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
     }
     uint64_t *vals = NULL; /* candidates as one run's values, then their tags */
     int32_t *tags = NULL;
-    for (uint32_t ri = 0; ri < s->nruns; ri++) {
+    uint64_t *keys = NULL; /* the candidates' keys, padded (locate_by_values) */
+    seen_err err = SEEN_OK;
+    for (uint32_t ri = 0; ri < s->nruns && err == SEEN_OK; ri++) {
         const seen__run *r = &s->runs[ri];
         int32_t *tr = r->nsegs <= 64 ? tr_small : seen__malloc(r->nsegs * sizeof *tr);
         if (tr == NULL) {
-            seen__free(vals);
-            return SEEN_ERR_NOMEM;
+            err = SEEN_ERR_NOMEM;
+            break;
         }
         seen__run_tag_ranks(s, s->segs, s->nsegs, s->origin, r, q, tr);
         bool any = false;
         for (uint32_t t = 0; t < r->nsegs; t++)
             any |= tr[t] >= 0;
-        if (any) {
+        if (any && (uint64_t)r->n <= (uint64_t)n * SEEN_BY_VALUES_RATIO) {
+            if (keys == NULL) {
+                keys = seen__malloc((n + SEEN_CURSOR_PAD) * sizeof *keys);
+                if (keys == NULL) {
+                    err = SEEN_ERR_NOMEM;
+                } else {
+                    for (size_t i = 0; i < n; i++)
+                        keys[i] = cand[i].key;
+                    for (size_t i = 0; i < SEEN_CURSOR_PAD; i++)
+                        keys[n + i] = UINT64_MAX;
+                }
+            }
+            if (err == SEEN_OK)
+                err = locate_by_values(r, keys, n, tr, rank);
+        } else if (any) {
             if (vals == NULL) {
                 vals = seen__malloc(n * (sizeof *vals + sizeof *tags));
                 if (vals == NULL) {
                     if (tr != tr_small)
                         seen__free(tr);
-                    return SEEN_ERR_NOMEM;
+                    err = SEEN_ERR_NOMEM;
+                    break;
                 }
                 tags = (int32_t *)(void *)(vals + n);
             }
@@ -94,6 +176,9 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
             seen__free(tr);
     }
     seen__free(vals);
+    seen__free(keys);
+    if (err != SEEN_OK)
+        return err;
 head:
     if (s->head_n == 0)
         return SEEN_OK;
@@ -124,7 +209,7 @@ head:
         if (k >= 0 && seg_alive(s, &s->segs[k], s->origin, q))
             hk[m++] = (seen__kv){s->head_keys[h], (uint32_t)k};
     }
-    seen_err err = seen__sort_kv(hk, m);
+    err = seen__sort_kv(hk, m);
     if (err == SEEN_OK) {
         size_t a = 0, b = 0;
         while (a < n && b < m) {

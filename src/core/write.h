@@ -127,7 +127,8 @@ static inline unsigned __int128 budget_of(const seen_set *s)
     return s->budget ? (unsigned __int128)s->budget : ~(unsigned __int128)0;
 }
 
-static inline bool in_sorted(const uint64_t *a, size_t n, uint64_t x)
+/* The first of sorted a[0..n) that is not below x (n if none). */
+static inline size_t lower_bound(const uint64_t *a, size_t n, uint64_t x)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -137,6 +138,12 @@ static inline bool in_sorted(const uint64_t *a, size_t n, uint64_t x)
         else
             hi = mid;
     }
+    return lo;
+}
+
+static inline bool in_sorted(const uint64_t *a, size_t n, uint64_t x)
+{
+    size_t lo = lower_bound(a, n, x);
     return lo < n && a[lo] == x;
 }
 
