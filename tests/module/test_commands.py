@@ -1,4 +1,6 @@
 """test_commands.py — every SEEN.* command, option, reply form and error."""
+import random
+
 import pytest
 import redis
 
@@ -181,12 +183,32 @@ def test_batch_limit(r):
                     ["SEEN.MFILTER", "1", "k", "ITEMS"]):
             with pytest.raises(ERR, match=r"larger than seen.max-batch \(10\)"):
                 r.execute_command(*cmd, *items)
-        with pytest.raises(ERR, match="seen.max-batch"):
+        with pytest.raises(ERR, match=r"batch of 11 items is larger than seen.max-batch"):
             r.execute_command("SEEN.INSERT", "k", "BULK", "\n".join(items))
+        with pytest.raises(ERR, match=r"batch of 40 items is larger than seen.max-batch"):
+            r.execute_command("SEEN.INSERT", "k", "BULK", "\n".join("x" * (i % 19 + 1)
+                                                                    for i in range(40)))
         assert not r.exists("k")
         assert r.execute_command("SEEN.ADD", "k", *items[:10]) == 10
     finally:
         r.config_set("seen.max-batch", 1000000)
+
+
+def test_bulk_lines_split_at_every_newline(r):
+    """A BULK argument's lines are its items wherever the newlines fall
+    (the splitter reads sixteen bytes at a time): a missing key has seen
+    none, so REPLY BULK hands every line back."""
+    rng = random.Random(7)
+    for count in (1, 2, 15, 16, 17, 100, 1000):
+        lines = ["".join(rng.choice("abcxyz0123") for _ in range(rng.choice((1, 2, 15, 16, 17,
+                                                                             rng.randint(1, 60)))))
+                 for _ in range(count)]
+        for tail in ("", "\n"):
+            body = "\n".join(lines) + tail
+            assert r.execute_command("SEEN.MFILTER", 1, "nokey", "REPLY", "BULK", "BULK",
+                                     body) == ("\n".join(lines) + "\n").encode()
+            flags = r.execute_command("SEEN.MFILTER", 1, "nokey", "REPLY", "FLAGS", "BULK", body)
+            assert flags == b"0" * count
 
 
 # ---------------------------------------------------------------- INSERT
