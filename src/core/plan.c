@@ -487,14 +487,15 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
         for (uint32_t i = 0; i < rl->n; i++)
             stored += rl->r[i].n;
         /* Only a small recent run takes the head: a large last run (main,
-         * or an older plan's run) would make every merge rewrite it.  In a
-         * small set a last run of the plan's divisor takes it too: a run of
-         * the head's items would be folded into it at once (below), which
-         * codes them twice. */
-        bool small_set =
-            stored + ns->hn <= SEEN_SINGLE_RUN_MAX && rl->n >= 1 && rl->r[rl->n - 1].c == plan;
+         * or an older plan's run) would make every merge rewrite it.  A last
+         * run of the plan's divisor that the head's items would join within
+         * SEEN_SINGLE_RUN_MAX takes them too: a run of them would be folded
+         * into it at once (below), which codes them twice and rewrites it
+         * whole on every flush, where taking them splices them in. */
+        bool folds_at_once = rl->n >= 1 && rl->r[rl->n - 1].c == plan &&
+                             (uint64_t)rl->r[rl->n - 1].n + ns->hn <= SEEN_SINGLE_RUN_MAX;
         if (!merged && rl->n >= 1 && !(sealed && rest == HEAD_ALL) &&
-            (small_set || (rl->n >= 2 && (uint64_t)rl->r[rl->n - 1].n * 2 <= stored))) {
+            (folds_at_once || (rl->n >= 2 && (uint64_t)rl->r[rl->n - 1].n * 2 <= stored))) {
             /* Into the recent run, if the budget allows and its divisor is
              * not coarser than the plan. */
             uint32_t last = rl->n - 1;
