@@ -1720,6 +1720,77 @@ static void test_forgotten_entries_reclaimed(void **state)
     items_free(&pi);
 }
 
+/* A batch walks each run either by its candidates or by its values,
+ * whichever are fewer (query.c); one candidate at a time is a point lookup.
+ * Every way must give the same answers, for runs below and above the
+ * switch, runs of several slices some of them forgotten, Elias-Fano runs,
+ * and exact keys up to UINT64_MAX. */
+static void test_batch_walks_agree(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        double error;
+        seen_ids ids;
+        uint64_t capacity;
+        uint64_t id_base;
+    } kinds[] = {
+        {"approx str", 0.001, SEEN_IDS_STR, 0, 1},
+        {"approx int", 0.01, SEEN_IDS_INT, 0, 1},
+        {"exact int near 2^64", 0, SEEN_IDS_INT, 0, UINT64_MAX - 100000},
+        {"capped str", 0.001, SEEN_IDS_STR, 3000, 1},
+    };
+    static const size_t sizes[] = {40, 700, 5000, 30000};
+    static const size_t batches[] = {2000, 150};
+    rng r = {test_seed("batch_walks_agree", 1)};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+            const size_t n = sizes[si];
+            seen_policy p =
+                policy(30 * DAY, 4, kinds[k].error, kinds[k].capacity, kinds[k].ids, 16);
+            seen_set *s;
+            assert_int_equal(seen_create(&p, &s), SEEN_OK);
+            /* Pages over 45 days: a window and a half, so the oldest
+             * slices are forgotten and runs hold several slices. */
+            uint64_t *ids = malloc(n * sizeof *ids);
+            for (size_t i = 0; i < n; i++)
+                ids[i] = kinds[k].id_base + i * 3 + (uint64_t)(i % 2);
+            const size_t page = n < 400 ? 4 : 50;
+            int64_t now = T0;
+            for (size_t i = 0; i < n; i += page) {
+                now = T0 + (int64_t)((double)i / (double)n * 45.0 * (double)DAY);
+                size_t m = n - i < page ? n - i : page;
+                assert_int_equal(add_ids(s, ids + i, m, NULL, now, NULL), SEEN_OK);
+            }
+            for (size_t b = 0; b < sizeof batches / sizeof *batches; b++) {
+                const size_t q = batches[b];
+                uint64_t *cand = malloc(q * sizeof *cand);
+                for (size_t i = 0; i < q; i++)
+                    cand[i] = rng_below(&r, 2) ? ids[rng_below(&r, n)]
+                                               : kinds[k].id_base + rng_below(&r, 3 * n + 50);
+                uint8_t *together = malloc(q), *alone = malloc(q);
+                assert_int_equal(filter_ids(s, cand, q, now, together), SEEN_OK);
+                size_t hits = 0;
+                for (size_t i = 0; i < q; i++) {
+                    assert_int_equal(filter_ids(s, cand + i, 1, now, alone + i), SEEN_OK);
+                    if (together[i] != alone[i])
+                        fail_msg("%s, %zu items, batch of %zu: candidate %zu (id %llu) %d in the "
+                                 "batch, %d alone",
+                                 kinds[k].name, n, q, i, (unsigned long long)cand[i], together[i],
+                                 alone[i]);
+                    hits += together[i];
+                }
+                assert_true(hits > 0 && hits < q);
+                free(cand);
+                free(together);
+                free(alone);
+            }
+            free(ids);
+            seen_free(s);
+        }
+    }
+}
+
 static void test_allocation_failures(void **state)
 {
     (void)state;
@@ -1800,6 +1871,7 @@ int main(void)
         cmocka_unit_test(test_clustered_int_ids),
         cmocka_unit_test(test_reloaded_copy_stays_identical),
         cmocka_unit_test(test_forgotten_entries_reclaimed),
+        cmocka_unit_test(test_batch_walks_agree),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests_name("seen sets against the model", tests, NULL, NULL);
