@@ -297,7 +297,7 @@ seen_err seen_query_str(const seen_str *items, size_t n, seen_query **out)
     }
     for (size_t i = 0; i < n; i++)
         q->by_key[i] = (seen__kv){seen__hash_item(items, i, n), (uint32_t)i};
-    err = seen__sort_kv(q->by_key, n);
+    err = seen__sort_hashes(q->by_key, n);
     if (err != SEEN_OK) {
         seen_query_free(q);
         return err;
@@ -353,7 +353,7 @@ seen_err seen_query_run(const seen_set *s, seen_query *q, int64_t now, uint8_t *
                 return SEEN_ERR_NOMEM;
             for (size_t i = 0; i < q->n; i++)
                 m[i] = (seen__kv){seen__mix64(q->raw[i]), (uint32_t)i};
-            err = seen__sort_kv(m, q->n);
+            err = seen__sort_hashes(m, q->n);
             if (err != SEEN_OK) {
                 seen__free(m);
                 return err;

@@ -11,11 +11,23 @@
  * followed by one insertion sort over the whole array (each key moves only
  * within its group), fused with the copy back.  Larger groups (clustered
  * keys) recurse, and groups of up to SMALL_GROUP finish by insertion sort.
+ *
+ * Hashes (what a batch of strings becomes) are spread over all 64 bits and
+ * sort faster by their top 16 bits, least significant byte first: two
+ * scatters into 256 buckets, whose 256 write streams stay in cache where
+ * one scatter into 2^14 buckets misses on nearly every key, then the
+ * insertion pass.  If a key would move more than SMALL_GROUP places in it
+ * (keys crafted to share their top bits), the MSD sort takes over, so no
+ * input costs more than twice what it would there.
  */
 #include "internal.h"
 
 #define SMALL_GROUP 24u
 #define DIGIT_BITS_MAX 16u
+/* Past this many keys the two byte scatters of seen__sort_hashes leave the
+ * cache and one scatter of the MSD sort is faster (100,000 keys: 785 against
+ * 711 us). */
+#define HASH_SORT_MAX (UINT32_C(1) << 16)
 
 /* Insert src[0..n) one by one into dst[0..n) in order: an insertion sort
  * that also copies.  src may be dst (each key is read before its slot is
@@ -117,4 +129,56 @@ seen_err seen__sort_kv(seen__kv *a, size_t n)
     seen__free(tmp);
     seen__free(counts);
     return SEEN_OK;
+}
+
+/* Insert src[0..n) into dst[0..n) in order, as insertion_copy does, unless
+ * a key would move more than SMALL_GROUP places: then stop, leave dst
+ * holding all n keys in some order, and return false. */
+static bool insertion_copy_bounded(seen__kv *dst, const seen__kv *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        seen__kv x = src[i];
+        size_t j = i;
+        while (j > 0 && dst[j - 1].key > x.key) {
+            if (i - j == SMALL_GROUP) {
+                /* dst[j..i] is shifted up with a hole at j: fill it, and
+                 * bring the rest over unsorted. */
+                dst[j] = x;
+                if (dst != src)
+                    memcpy(dst + i + 1, src + i + 1, (n - i - 1) * sizeof *dst);
+                return false;
+            }
+            dst[j] = dst[j - 1];
+            j--;
+        }
+        dst[j] = x;
+    }
+    return true;
+}
+
+seen_err seen__sort_hashes(seen__kv *a, size_t n)
+{
+    if (n <= SMALL_GROUP || n > HASH_SORT_MAX)
+        return seen__sort_kv(a, n);
+    seen__kv *tmp = seen__malloc(n * sizeof *tmp);
+    if (tmp == NULL)
+        return SEEN_ERR_NOMEM;
+    uint32_t c[2][257];
+    memset(c, 0, sizeof c);
+    for (size_t i = 0; i < n; i++) {
+        c[0][((a[i].key >> 48) & 255) + 1]++;
+        c[1][(a[i].key >> 56) + 1]++;
+    }
+    for (unsigned b = 1; b <= 256; b++) {
+        c[0][b] += c[0][b - 1];
+        c[1][b] += c[1][b - 1];
+    }
+    for (size_t i = 0; i < n; i++)
+        tmp[c[0][(a[i].key >> 48) & 255]++] = a[i];
+    for (size_t i = 0; i < n; i++)
+        a[c[1][tmp[i].key >> 56]++] = tmp[i];
+    seen__free(tmp);
+    if (insertion_copy_bounded(a, a, n))
+        return SEEN_OK;
+    return seen__sort_kv(a, n);
 }

@@ -503,17 +503,24 @@ static void test_sort(void **state)
     size_t sizes[] = {0, 1, 5, 24, 25, 100, 1000, 10000, 100000};
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         size_t n = sizes[k];
-        for (int shape = 0; shape < 5; shape++) {
+        for (int shape = 0; shape < 12; shape++) {
+            /* Shapes 6-11 again through seen__sort_hashes, with two more:
+             * hashes sharing their top 16 bits (its insertion pass gives
+             * up), and uniform hashes with a few equal ones. */
+            const bool hashes = shape >= 6;
+            const int kind = shape % 6;
             seen__kv *a = malloc((n + 1) * sizeof *a);
             uint64_t *ref = malloc((n + 1) * sizeof *ref);
             for (size_t i = 0; i < n; i++) {
-                uint64_t x = shape == 0   ? rng_next(&r)
-                             : shape == 1 ? rng_below(&r, 50)
-                             : shape == 2 ? (rng_below(&r, 3) << 62) + rng_below(&r, 1000)
-                             : shape == 3
-                                 ? 2700000 + rng_below(&r, 400000)
-                                 /* uniform groups of up to ~30 equal tops */
-                                 : (rng_below(&r, n / 16 + 1) << 40) + rng_next(&r) % (1u << 20);
+                uint64_t x = kind == 0   ? rng_next(&r)
+                             : kind == 1 ? rng_below(&r, 50)
+                             : kind == 2 ? (rng_below(&r, 3) << 62) + rng_below(&r, 1000)
+                             : kind == 3 ? 2700000 + rng_below(&r, 400000)
+                             /* uniform groups of up to ~30 equal tops */
+                             : kind == 4
+                                 ? (rng_below(&r, n / 16 + 1) << 40) + rng_next(&r) % (1u << 20)
+                             : hashes && i % 2 ? (UINT64_C(0xbeef) << 48) | (rng_next(&r) >> 16)
+                                               : (i % 7 == 0 && i ? ref[i - 1] : rng_next(&r));
                 a[i] = (seen__kv){x, (uint32_t)i};
                 ref[i] = x;
             }
@@ -521,7 +528,7 @@ static void test_sort(void **state)
             uint8_t *placed = calloc(n + 1, 1);
             if (n)
                 memcpy(orig, ref, n * sizeof *orig);
-            assert_int_equal(seen__sort_kv(a, n), SEEN_OK);
+            assert_int_equal(hashes ? seen__sort_hashes(a, n) : seen__sort_kv(a, n), SEEN_OK);
             qsort(ref, n, sizeof *ref, cmp_u64);
             for (size_t i = 0; i < n; i++) {
                 assert_true(a[i].key == ref[i]);
