@@ -800,10 +800,13 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
             if (seen__ef_shape(&r) != SEEN_OK)
                 return CORRUPT;
         }
-        if (r.c == 0 || ((s->budget == 0 || s->plan_c == 0) && r.c != 1) || r.n == 0 ||
-            r.nsegs == 0 || r.nsegs > SEEN_MAX_SEGMENTS || r.code_bits > SEEN_MAX_CODE_BITS ||
-            r.nbuckets == 0 || r.nbuckets > r.n || r.w_bits > 62 || r.w_items > 40 ||
-            r.w_vals > 64 || (r.w_vals != 0) != run_ranked(&r) ||
+        /* Every value is some 64-bit key divided by c (queries compare
+         * keys with value * c). */
+        if (r.c == 0 || r.span > UINT64_MAX - r.base || r.base + r.span > UINT64_MAX / r.c ||
+            ((s->budget == 0 || s->plan_c == 0) && r.c != 1) || r.n == 0 || r.nsegs == 0 ||
+            r.nsegs > SEEN_MAX_SEGMENTS || r.code_bits > SEEN_MAX_CODE_BITS || r.nbuckets == 0 ||
+            r.nbuckets > r.n || r.w_bits > 62 || r.w_items > 40 || r.w_vals > 64 ||
+            (r.w_vals != 0) != run_ranked(&r) ||
             (version < FORMAT_V3 && (run_ranked(&r) || !nbuckets_canonical(r.n, r.nbuckets))))
             return CORRUPT;
         /* In version 2 the ids take at least a byte each, not four. */

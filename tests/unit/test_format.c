@@ -285,6 +285,31 @@ static void test_v4_rules(void **state)
     free(v4);
 }
 
+/* A run's values are keys divided by its c, so none exceeds (2^64 - 1) / c:
+ * a run moved past that (the same codes from a larger base) is refused,
+ * and one ending exactly there loads.  Queries multiply values back by c. */
+static void test_values_within_keys(void **state)
+{
+    (void)state;
+    seen_set *s = make(usual(), 2000, 30 * DAY);
+    seen_set *t;
+    assert_int_equal(seen_copy(s, &t), SEEN_OK);
+    seen_free(s);
+    assert_true(t->nruns >= 1);
+    seen__run *r = &t->runs[0];
+    assert_true(r->c > 1);
+    const uint64_t limit = UINT64_MAX / r->c, base = r->base;
+    for (int past = 0; past < 2; past++) {
+        r->base = limit - r->span + (uint64_t)past;
+        size_t len;
+        uint8_t *b = written_as(t, 4, &len);
+        assert_int_equal(load(b, len), past ? SEEN_ERR_FORMAT_CORRUPT : SEEN_OK);
+        free(b);
+    }
+    r->base = base;
+    seen_free(t);
+}
+
 /* Sets an earlier writer wrote (the fuzz seeds of every version, kept as
  * they were made) load, pass the set's own checks, and write back to
  * bytes that load to the same answers: runs under 16,384 values with the
@@ -332,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_versions_agree),
         cmocka_unit_test(test_v4_rules),
         cmocka_unit_test(test_earlier_writers_load),
+        cmocka_unit_test(test_values_within_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
