@@ -94,7 +94,7 @@ static bool tag_count_exceeds(const seen__run *r, uint32_t t, uint64_t limit)
     seen__divider kd;
     seen__divider_init(&kd, r->nsegs);
     const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
-    uint32_t per = tags_per_word(r->nsegs, NULL);
+    uint32_t per = run_tags_per_word(r);
     uint64_t count = 0;
     for (uint64_t i = 0; i < r->n; i += per) {
         uint64_t word = seen__load64le(tw + (i / per) * 8);
@@ -113,13 +113,74 @@ static bool tag_count_exceeds(const seen__run *r, uint32_t t, uint64_t limit)
  * word; more re-pack every tag. */
 #define TAG_SHIFT_MAX 16u
 
+seen_err seen__tags_without(const seen__run *r, const uint64_t *gone_at, size_t gone,
+                            uint64_t *removed_per_tag, tag_source *ts, bool *keeps, void **own_a,
+                            void **own_b)
+{
+    *keeps = false;
+    *own_a = *own_b = NULL;
+    *ts = (tag_source){NULL, NULL, r->n, NULL};
+    if (r->nsegs <= 1) {
+        removed_per_tag[0] += gone;
+        *keeps = true;
+        return SEEN_OK;
+    }
+    /* Each segment must keep a value here: count per tag what goes, then
+     * look for one more of each such tag. */
+    const uint32_t per = run_tags_per_word(r);
+    for (size_t i = 0; i < gone; i++)
+        removed_per_tag[tag_at(r, per, gone_at[i])]++;
+    for (size_t i = 0; i < gone; i++) {
+        uint32_t t = (uint32_t)tag_at(r, per, gone_at[i]);
+        if (removed_per_tag[t] > 0 && !tag_count_exceeds(r, t, removed_per_tag[t])) {
+            memset(removed_per_tag, 0, r->nsegs * sizeof *removed_per_tag);
+            return SEEN_OK; /* a segment would be named without values */
+        }
+    }
+    if (gone <= TAG_SHIFT_MAX) {
+        uint64_t nw = tag_words(r);
+        const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
+        uint64_t *words = seen__malloc((nw ? nw : 1) * sizeof *words);
+        if (words == NULL)
+            goto nomem;
+        for (uint64_t wi = 0; wi < nw; wi++)
+            words[wi] = seen__load64le(tw + wi * 8);
+        seen__divider kd;
+        seen__divider_init(&kd, r->nsegs);
+        for (size_t i = gone; i-- > 0;)
+            tags_drop_digit(words, r->n - (gone - 1 - i), gone_at[i], r->nsegs, per, &kd);
+        ts->packed = words;
+        *own_a = words;
+    } else {
+        uint16_t *tags = seen__malloc((size_t)r->n * sizeof *tags);
+        uint8_t *skip = seen__calloc(r->n, 1);
+        *own_a = tags;
+        *own_b = skip;
+        if (tags == NULL || skip == NULL)
+            goto nomem;
+        seen__run_decode_tags(r, tags);
+        for (size_t i = 0; i < gone; i++)
+            skip[gone_at[i]] = 1;
+        ts->tags = tags;
+        ts->skip = skip;
+    }
+    *keeps = true;
+    return SEEN_OK;
+nomem:
+    seen__free(*own_a);
+    seen__free(*own_b);
+    *own_a = *own_b = NULL;
+    memset(removed_per_tag, 0, r->nsegs * sizeof *removed_per_tag);
+    return SEEN_ERR_NOMEM;
+}
+
 seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
                            uint64_t *removed_per_tag, size_t *removed, bool *applies)
 {
     *removed = 0;
     *applies = false;
     if (seen__run_is_ef(r))
-        return SEEN_OK; /* rebuilt: see run_ef.c */
+        return seen__ef_without(out, r, vals, k, removed_per_tag, removed, applies);
     seen__golomb g;
     seen__golomb_init(&g, r->golomb_m);
     seen__divider mdiv;
@@ -127,10 +188,8 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
     edit_frame f = {0};
     /* The run positions of the values that go, in increasing order. */
     uint64_t *gone_at = seen__malloc((k ? k : 1) * sizeof *gone_at);
-    uint8_t *drop = NULL; /* per value of the bucket being edited */
-    uint8_t *skip = NULL;
-    uint16_t *tags = NULL;
-    uint64_t *words = NULL;
+    uint8_t *drop = NULL;              /* per value of the bucket being edited */
+    void *own_a = NULL, *own_b = NULL; /* what the new run's tags are read from */
     uint64_t *bucket = NULL;
     acc_writer w = {0};
     seen_err err = SEEN_ERR_NOMEM;
@@ -210,22 +269,11 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
     uint64_t n2 = r->n - gone;
     if (n2 == 0 || !nbuckets_allowed(n2, r->nbuckets))
         goto done; /* the run has lost half its values: rebuild */
-    uint32_t per = r->nsegs > 1 ? tags_per_word(r->nsegs, NULL) : 0;
-    if (r->nsegs > 1) {
-        /* Each segment must keep a value here: count per tag what goes,
-         * then look for one more of each such tag. */
-        for (size_t i = 0; i < gone; i++)
-            removed_per_tag[tag_at(r, per, gone_at[i])]++;
-        for (size_t i = 0; i < gone; i++) {
-            uint32_t t = (uint32_t)tag_at(r, per, gone_at[i]);
-            if (removed_per_tag[t] > 0 && !tag_count_exceeds(r, t, removed_per_tag[t])) {
-                memset(removed_per_tag, 0, r->nsegs * sizeof *removed_per_tag);
-                goto done; /* a segment would be named without values: rebuild */
-            }
-        }
-    } else {
-        removed_per_tag[0] += gone;
-    }
+    tag_source ts;
+    bool keeps;
+    err = seen__tags_without(r, gone_at, gone, removed_per_tag, &ts, &keeps, &own_a, &own_b);
+    if (err != SEEN_OK || !keeps)
+        goto done; /* out of memory, or rebuild: a segment would lose its values */
     seen__run nr = *r;
     nr.mem = NULL;
     nr.tail = NULL;
@@ -233,31 +281,6 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
     nr.n = (uint32_t)n2;
     nr.code_bits = noffs[r->nbuckets];
     nr.loose_ends |= gone_at[0] == 0 || gone_at[gone - 1] + 1 == r->n;
-    tag_source ts = {NULL, NULL, r->n, NULL};
-    if (r->nsegs > 1 && gone <= TAG_SHIFT_MAX) {
-        uint64_t nw = tag_words(r);
-        const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
-        words = seen__malloc(nw * sizeof *words);
-        if (words == NULL)
-            goto fail;
-        for (uint64_t wi = 0; wi < nw; wi++)
-            words[wi] = seen__load64le(tw + wi * 8);
-        seen__divider kd;
-        seen__divider_init(&kd, r->nsegs);
-        for (size_t i = gone; i-- > 0;)
-            tags_drop_digit(words, r->n - (gone - 1 - i), gone_at[i], r->nsegs, per, &kd);
-        ts.packed = words;
-    } else if (r->nsegs > 1) {
-        tags = seen__malloc((size_t)r->n * sizeof *tags);
-        skip = seen__calloc(r->n, 1);
-        if (tags == NULL || skip == NULL)
-            goto fail;
-        seen__run_decode_tags(r, tags);
-        for (size_t i = 0; i < gone; i++)
-            skip[gone_at[i]] = 1;
-        ts.tags = tags;
-        ts.skip = skip;
-    }
     err = seen__run_assemble(&nr, noffs, nfirsts, lows, seen__run_segs(r), NULL,
                              r->nsegs > 1 ? &ts : NULL, w.buf);
     if (err != SEEN_OK)
@@ -273,9 +296,8 @@ done:
     seen__free(f.offs);
     seen__free(gone_at);
     seen__free(drop);
-    seen__free(skip);
-    seen__free(tags);
-    seen__free(words);
+    seen__free(own_a);
+    seen__free(own_b);
     seen__free(bucket);
     seen__free(w.buf);
     return err;

@@ -31,9 +31,9 @@
  * whole words to skip the zeros left to the h-th, then the lows of the
  * (few) values of high part h.  Tags are as in a Golomb run (run.c).
  *
- * Edits do not apply in place (seen__run_with and seen__run_without say
- * so): a large run is rebuilt by the merges that fold runs together, and
- * a delete from one rebuilds it, linear in its size.
+ * Values are not added in place (seen__run_with says so): a large run is
+ * rebuilt by the merges that fold runs together.  A delete copies the
+ * run's bits around the values that go (seen__ef_without).
  */
 #include "run_write.h"
 
@@ -502,6 +502,120 @@ seen_err seen__ef_encode(seen__run *out, uint64_t c, const uint64_t *vals, const
     seen__run_split(&r);
     *out = r;
     return SEEN_OK;
+}
+
+/* ------------------------------------------------------------ removing */
+
+/* Append the lows of values [i0, i1) of the run lw reads. */
+static bool copy_lows(acc_writer *w, const lows *lw, uint64_t i0, uint64_t i1)
+{
+    uint64_t a = lw->ups + i0 * lw->l, b = lw->ups + i1 * lw->l;
+    if (a < lw->cut) {
+        uint64_t e = b < lw->cut ? b : lw->cut;
+        if (!seen__aw_copy(w, lw->codes, a, e - a))
+            return false;
+        a = e;
+    }
+    return a >= b || seen__aw_copy(w, lw->tail, a - lw->cut, b - a);
+}
+
+/*
+ * Removing a few values: each takes one bit out of the uppers (its own:
+ * every later value's bit sits one place lower, as one value fewer comes
+ * before it, and its high part is unchanged) and its L bits out of the
+ * lows; the bits between are copied as they are, the samples are counted
+ * again, and the tags lose their digits.  Linear in the run's bits, but a
+ * copy of them, not a decode and an encode of every value: a delete from a
+ * run of 1,000,000 values.  The run keeps base, span and L, so a value at
+ * either end going, or a count that calls for another L or for no
+ * Elias-Fano at all, rebuilds instead (*applies false).
+ */
+seen_err seen__ef_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
+                          uint64_t *removed_per_tag, size_t *removed, bool *applies)
+{
+    *removed = 0;
+    *applies = false;
+    /* Where the values that go are, and their upper bits. */
+    uint64_t *gone_at = seen__malloc((k ? k : 1) * 2 * sizeof *gone_at);
+    if (gone_at == NULL)
+        return SEEN_ERR_NOMEM;
+    uint64_t *gone_bit = gone_at + (k ? k : 1);
+    size_t gone = 0;
+    for (size_t i = 0; i < k; i++) {
+        int64_t at = seen__ef_find(r, vals[i]);
+        if (at < 0 || (gone > 0 && gone_at[gone - 1] >= (uint64_t)at))
+            continue;
+        gone_at[gone] = (uint64_t)at;
+        gone_bit[gone++] = ((vals[i] - r->base) >> r->ef.low) + (uint64_t)at;
+    }
+    seen_err err = SEEN_OK;
+    void *own_a = NULL, *own_b = NULL;
+    acc_writer w = {0};
+    seen__run nr = *r;
+    nr.mem = NULL;
+    if (gone == 0) {
+        *applies = true;
+        goto done;
+    }
+    const uint64_t n2 = r->n - gone;
+    if (gone_at[0] == 0 || gone_at[gone - 1] + 1 == r->n || !seen__ef_wanted(r->c, n2, r->span) ||
+        seen__ef_low_bits(n2, r->span) != r->ef.low)
+        goto done;
+    tag_source ts;
+    bool keeps;
+    err = seen__tags_without(r, gone_at, gone, removed_per_tag, &ts, &keeps, &own_a, &own_b);
+    if (err != SEEN_OK || !keeps)
+        goto done;
+    nr.tail = NULL;
+    nr.tail_bit = 0;
+    nr.n = (uint32_t)n2;
+    nr.code_bits = ef_ups_bits(&nr) + n2 * r->ef.low;
+    if ((err = seen__ef_shape(&nr)) != SEEN_OK || !seen__aw_reserve(&w, nr.code_bits + 64)) {
+        err = err != SEEN_OK ? err : SEEN_ERR_NOMEM;
+        goto fail;
+    }
+    const lows lw = lows_of(r);
+    uint64_t from = 0;
+    bool ok = true;
+    for (size_t g = 0; g < gone && ok; g++) {
+        ok = seen__aw_copy(&w, lw.codes, from, gone_bit[g] - from);
+        from = gone_bit[g] + 1;
+    }
+    ok = ok && seen__aw_copy(&w, lw.codes, from, r->n + highs(r) - from);
+    /* Zeros up to the word the lows start at. */
+    for (uint64_t pad = ef_ups_bits(&nr) - aw_bits(&w); ok && pad > 0;) {
+        unsigned step = pad > 48 ? 48 : (unsigned)pad;
+        aw_put(&w, 0, step);
+        pad -= step;
+    }
+    from = 0;
+    for (size_t g = 0; g < gone && ok; g++) {
+        ok = copy_lows(&w, &lw, from, gone_at[g]);
+        from = gone_at[g] + 1;
+    }
+    ok = ok && copy_lows(&w, &lw, from, r->n);
+    nr.mem = ok ? seen__calloc(1, seen__run_mem_size(&nr)) : NULL;
+    if (nr.mem == NULL) {
+        err = SEEN_ERR_NOMEM;
+        goto fail;
+    }
+    memcpy(nr.mem, seen__run_segs(r), (size_t)r->nsegs * sizeof(uint32_t));
+    seen__run_put_tags(&nr, NULL, r->nsegs > 1 ? &ts : NULL);
+    memcpy(nr.mem + codes_offset(&nr), w.buf, (size_t)((nr.code_bits + 7) / 8));
+    seen__ef_index(&nr);
+    seen__run_split(&nr);
+    *out = nr;
+    *removed = gone;
+    *applies = true;
+    goto done;
+fail:
+    memset(removed_per_tag, 0, r->nsegs * sizeof *removed_per_tag);
+done:
+    seen__free(gone_at);
+    seen__free(own_a);
+    seen__free(own_b);
+    seen__free(w.buf);
+    return err;
 }
 
 /* ------------------------------------------------------------ reading */

@@ -113,4 +113,15 @@ seen_err seen__run_assemble(seen__run *r, const uint64_t *offs, const uint64_t *
  * or `old_tags`, as seen__run_assemble does. */
 void seen__run_put_tags(seen__run *r, const uint16_t *tags, const tag_source *old_tags);
 
+/* The values at gone_at[0..gone) (increasing) leave run r: their tags are
+ * charged to removed_per_tag[] and *ts becomes the new run's tags (taken
+ * from *own_a / *own_b, the caller's to free).  *keeps false (the counts
+ * cleared): a segment would be left without values, so rebuild instead. */
+seen_err seen__tags_without(const seen__run *r, const uint64_t *gone_at, size_t gone,
+                            uint64_t *removed_per_tag, tag_source *ts, bool *keeps, void **own_a,
+                            void **own_b);
+/* seen__run_without for an Elias-Fano run (run_ef.c). */
+seen_err seen__ef_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
+                          uint64_t *removed_per_tag, size_t *removed, bool *applies);
+
 #endif /* SEEN_RUN_WRITE_H */
