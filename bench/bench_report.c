@@ -165,6 +165,95 @@ static FILE *open_out(const char *name)
     return f;
 }
 
+/* The index of history size n and batch size b among those measured, or
+ * -1 if this run did not measure that pair (--quick). */
+static int exact_cell(long n, int b, int *bi)
+{
+    int h = -1;
+    *bi = -1;
+    for (int i = 0; i < C.nhist; i++)
+        if (C.hist[i] == n)
+            h = i;
+    for (int i = 0; i < C.nbatch; i++)
+        if (C.batch[i] == b)
+            *bi = i;
+    return *bi < 0 ? -1 : h;
+}
+
+/* One row of the query and write targets: a ratio against its goal. */
+static void ratio_target(FILE *f, const char *what, int ran, double got, double goal)
+{
+    if (!ran)
+        fprintf(f, "| %s | not measured in this run | ≥ %.1f× | — |\n", what, goal);
+    else
+        fprintf(f, "| %s | %.2f× | ≥ %.1f× | %s |\n", what, got, goal,
+                got >= goal ? "yes" : "**no**");
+}
+
+/* The batch query and write targets, per server CPU-second against what a
+ * SET user runs, measured in the same rounds. */
+static void write_speed_targets(FILE *f)
+{
+    char what[200];
+    fprintf(f, "### Query and write speed\n\n");
+    fprintf(f, "Queries: candidates per server CPU-second against SMISMEMBER in the same rounds. "
+               "Adds: items per second against SADD, the server busy throughout.  Medians over "
+               "the rounds.\n\n");
+    fprintf(f, "| target | measured | goal | met |\n| --- | --- | --- | --- |\n");
+    static const struct {
+        long hist;
+        int batch;
+        double goal;
+    } bulk[] = {{10000, 10000, 5}, {100000, 10000, 5}, {100000, 2000, 3}};
+    for (size_t i = 0; i < sizeof bulk / sizeof *bulk; i++) {
+        int b, h = exact_cell(bulk[i].hist, bulk[i].batch, &b);
+        const cell_result *c = h >= 0 ? &RES[h][b][M_BULK_FLAGS] : NULL;
+        snprintf(what, sizeof what,
+                 "`SEEN.MFILTER … REPLY FLAGS BULK`, %d candidates on a %ld-item history",
+                 bulk[i].batch, bulk[i].hist);
+        ratio_target(f, what, c && c->ran, c ? median(c->cpu_ratio, C.rounds) : 0, bulk[i].goal);
+    }
+    /* Every form taking the items as arguments, at every size: the worst. */
+    double worst = 0;
+    int worst_m = -1, worst_h = 0, worst_b = 0;
+    for (int h = 0; h < C.nhist; h++)
+        for (int b = 0; b < C.nbatch; b++)
+            for (int m = 0; m < NMETHODS; m++) {
+                const method *me = &METHODS[m];
+                if (me->kind != K_SEEN || (me->input != IN_FILTER && me->input != IN_ITEMS) ||
+                    !RES[h][b][m].ran)
+                    continue;
+                double r = median(RES[h][b][m].cpu_ratio, C.rounds);
+                if (worst_m < 0 || r < worst) {
+                    worst = r;
+                    worst_m = m;
+                    worst_h = h;
+                    worst_b = b;
+                }
+            }
+    if (worst_m >= 0)
+        snprintf(what, sizeof what,
+                 "every form taking items as arguments, at every size: the worst (%s, %d "
+                 "candidates on %ld items)",
+                 METHODS[worst_m].label, C.batch[worst_b], C.hist[worst_h]);
+    else
+        snprintf(what, sizeof what, "every form taking items as arguments, at every size");
+    ratio_target(f, what, worst_m >= 0, worst, 1.2);
+    /* The unseen items in one string, against the flags. */
+    int b, h = exact_cell(10000, 10000, &b);
+    const cell_result *lines = h >= 0 ? &RES[h][b][M_BULK_BULK] : NULL,
+                      *flags = h >= 0 ? &RES[h][b][M_BULK_FLAGS] : NULL;
+    ratio_target(f,
+                 "`REPLY BULK` (the unseen items in one string) / `REPLY FLAGS`, 10000 "
+                 "candidates on a 10000-item history",
+                 lines && lines->ran && flags->ran,
+                 lines ? median(lines->cpu_rate, C.rounds) / median(flags->cpu_rate, C.rounds) : 0,
+                 1.0);
+    ratio_target(f, "`SEEN.ADD` of 20-item pages / `SADD`, items per second", ADDS[A_SEEN].ran,
+                 median(ADDS[A_SEEN].ratio, C.rounds), 1.0);
+    fprintf(f, "\n");
+}
+
 void write_report(const machine *mi, const hist_mem *hm, const pop_mem *pm, const long long *apps,
                   const fpr_row *fr, const cross *x, double elapsed)
 {
@@ -231,6 +320,7 @@ void write_report(const machine *mi, const hist_mem *hm, const pop_mem *pm, cons
     fprintf(f, "| best seen form per server CPU-second (%s) | %.2f× | ≥ 2× | %s |\n\n",
             METHODS[best_m].label, median(RES[h10][b10][best_m].cpu_ratio, C.rounds),
             median(RES[h10][b10][best_m].cpu_ratio, C.rounds) >= 2 ? "yes" : "**no**");
+    write_speed_targets(f);
     if (mem_ratio < 40 || cpu_ratio < 2 || thr_ratio < 2)
         fprintf(f,
                 "Why a target is missed: see [where seen's bytes go](#where-a-seen-keys-bytes-go) "
