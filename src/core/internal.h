@@ -447,6 +447,12 @@ seen_err seen__ef_validate(const seen__run *r);
 void seen__ef_decode(const seen__run *r, uint64_t *vals);
 /* The position in the run of value v, or -1. */
 int64_t seen__ef_find(const seen__run *r, uint64_t v);
+/* The instructions Elias-Fano lookups use, best last; the best the CPU
+ * runs well is picked unless capped. */
+typedef enum { SEEN_EF_ISA_PLAIN, SEEN_EF_ISA_POPCNT, SEEN_EF_ISA_PDEP } seen__ef_isa;
+/* Cap the level (tests run every one the CPU has); returns the level now
+ * in use. */
+seen__ef_isa seen__ef_isa_limit(seen__ef_isa cap);
 /* seen__run_match for an Elias-Fano run. */
 void seen__ef_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags);
 /* Whether every tag word is a valid base-nsegs number with nothing past

@@ -37,6 +37,8 @@
  */
 #include "run_write.h"
 
+#include <stdatomic.h>
+
 /* ------------------------------------------------------------ shape */
 
 bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span)
@@ -138,14 +140,42 @@ static inline uint64_t sample_at(const seen__run *r, uint64_t j)
 }
 
 /*
- * Counting bits is the whole cost of skipping zeros.  Where the compiler
- * may not assume the POPCNT instruction (x86-64's baseline lacks it), the
- * lookups are compiled twice and the one the CPU can run is picked per
- * call: a library call per word would cost more than the lookup.
+ * Counting bits and finding the k-th set bit are the whole cost of
+ * skipping zeros.  x86-64's baseline has neither POPCNT nor PDEP, so the
+ * lookups are compiled three times and the one the CPU runs best is
+ * picked per call (a library call per word would cost more than the
+ * lookup): portable, with POPCNT, and with POPCNT and a one-instruction
+ * select by PDEP where PDEP is fast (not on AMD before Zen 3, where it is
+ * microcoded and slower than the portable select).
  */
 static inline unsigned popcount64(uint64_t w)
 {
     return (unsigned)__builtin_popcountll(w);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define EF_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+
+/* PDEP puts bit k of its source at w's k-th set bit. */
+__attribute__((target("bmi2"))) static inline unsigned select64_pdep(uint64_t w, unsigned k)
+{
+    return (unsigned)__builtin_ctzll(_pdep_u64(UINT64_C(1) << k, w));
+}
+#else
+#define EF_X86 0
+static inline unsigned select64_pdep(uint64_t w, unsigned k)
+{
+    return seen__select64(w, k);
+}
+#endif
+
+/* The k-th set bit of w (k < its count); `pdep` is a constant wherever
+ * the lookups are instantiated. */
+static inline __attribute__((always_inline)) unsigned select64(uint64_t w, unsigned k, bool pdep)
+{
+    return pdep ? select64_pdep(w, k) : seen__select64(w, k);
 }
 
 /*
@@ -182,7 +212,7 @@ match_high(const lows *lw, uint64_t ubits, uint64_t p, uint64_t h, uint64_t want
 /* The position of item x's index in the run, or -1.  `up` is where the
  * uppers start. */
 static inline __attribute__((always_inline)) int64_t ef_find_in(const seen__run *r, const lows *lw,
-                                                                uint64_t x)
+                                                                uint64_t x, bool pdep)
 {
     const uint8_t *up = lw->codes;
     const unsigned l = r->ef.low;
@@ -200,7 +230,7 @@ static inline __attribute__((always_inline)) int64_t ef_find_in(const seen__run 
             w = ~up_word(up, ++k);
             z = popcount64(w);
         }
-        p = k * 64 + seen__select64(w, (unsigned)zeros - 1) + 1;
+        p = k * 64 + select64(w, (unsigned)zeros - 1, pdep) + 1;
     }
     return match_high(lw, r->n + highs(r), p, h, x & ((UINT64_C(1) << l) - 1));
 }
@@ -212,7 +242,7 @@ static inline __attribute__((always_inline)) int64_t ef_find_in(const seen__run 
  * to its sample instead, so a sparse batch costs what lookups would.
  */
 static inline __attribute__((always_inline)) void
-ef_match_body(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
+ef_match_body(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags, bool pdep)
 {
     const lows lw = lows_of(r);
     const uint8_t *up = lw.codes;
@@ -248,7 +278,7 @@ ef_match_body(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
                     zw = 64 - popcount64(w);
                 }
             }
-            p = k * 64 + seen__select64(~w, (unsigned)(h - zb - 1)) + 1;
+            p = k * 64 + select64(~w, (unsigned)(h - zb - 1), pdep) + 1;
         }
         int64_t at = match_high(&lw, ubits, p, h, x & lowmask);
         tags[c] = at < 0 ? -1 : per ? tag_at(r, per, (uint64_t)at) : 0;
@@ -363,60 +393,119 @@ static void ef_dense(const seen__run *r, const uint64_t *vals, size_t n, int32_t
         tags[c] = -1;
 }
 
-static int64_t ef_find_plain(const seen__run *r, uint64_t v)
+/* The entry points of one instruction level: `attrs` its target, `pdep`
+ * whether it selects by PDEP. */
+#define EF_LEVEL(name, attrs, pdep)                                                                \
+    attrs static int64_t ef_find_##name(const seen__run *r, uint64_t v)                            \
+    {                                                                                              \
+        const lows lw = lows_of(r);                                                                \
+        return ef_find_in(r, &lw, v - r->base, pdep);                                              \
+    }                                                                                              \
+    attrs static void ef_match_##name(const seen__run *r, const uint64_t *vals, size_t n,          \
+                                      int32_t *tags)                                               \
+    {                                                                                              \
+        ef_match_body(r, vals, n, tags, pdep);                                                     \
+    }
+
+EF_LEVEL(plain, , false)
+
+#if EF_X86
+EF_LEVEL(popcnt, __attribute__((target("popcnt"))), false)
+EF_LEVEL(pdep, __attribute__((target("popcnt,bmi2"))), true)
+
+/* Whether PDEP takes a few cycles: AMD (and Hygon) families before 0x19
+ * run it in microcode, tens to hundreds of cycles. */
+static bool pdep_is_fast(void)
 {
-    const lows lw = lows_of(r);
-    return ef_find_in(r, &lw, v - r->base);
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return false;
+    /* The vendor string is in EBX, EDX, ECX: "AuthenticAMD" or
+     * "HygonGenuine" (AMD's Zen 1 built under licence). */
+    const bool amd = (b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u) ||
+                     (b == 0x6f677948u && d == 0x6e65476eu && c == 0x656e6975u);
+    if (!amd)
+        return true;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return false;
+    unsigned family = (a >> 8) & 0xfu;
+    if (family == 0xfu)
+        family += (a >> 20) & 0xffu;
+    return family >= 0x19u;
 }
 
-static void ef_match_plain(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
+static seen__ef_isa cpu_isa(void)
 {
-    ef_match_body(r, vals, n, tags);
-}
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__POPCNT__)
-__attribute__((target("popcnt"))) static int64_t ef_find_popcnt(const seen__run *r, uint64_t v)
-{
-    const lows lw = lows_of(r);
-    return ef_find_in(r, &lw, v - r->base);
-}
-
-__attribute__((target("popcnt"))) static void
-ef_match_popcnt(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
-{
-    ef_match_body(r, vals, n, tags);
-}
-
-static bool cpu_popcnt(void)
-{
-    return __builtin_cpu_supports("popcnt");
+    /* cpuid is slow and serializing: asked once, the answer kept. */
+    static _Atomic int known = -1;
+    int isa = atomic_load_explicit(&known, memory_order_relaxed);
+    if (isa < 0) {
+        __builtin_cpu_init();
+        isa = !__builtin_cpu_supports("popcnt")                  ? SEEN_EF_ISA_PLAIN
+              : __builtin_cpu_supports("bmi2") && pdep_is_fast() ? SEEN_EF_ISA_PDEP
+                                                                 : SEEN_EF_ISA_POPCNT;
+        atomic_store_explicit(&known, isa, memory_order_relaxed);
+    }
+    return (seen__ef_isa)isa;
 }
 #else
 #define ef_find_popcnt ef_find_plain
 #define ef_match_popcnt ef_match_plain
-static bool cpu_popcnt(void)
+#define ef_find_pdep ef_find_plain
+#define ef_match_pdep ef_match_plain
+static seen__ef_isa cpu_isa(void)
 {
-    return false;
+    return SEEN_EF_ISA_PLAIN;
 }
 #endif
+
+/* At most this level, whatever the CPU has (tests walk every level). */
+static _Atomic int isa_cap = SEEN_EF_ISA_PDEP;
+
+static seen__ef_isa effective_isa(void)
+{
+    seen__ef_isa has = cpu_isa();
+    int cap = atomic_load_explicit(&isa_cap, memory_order_relaxed);
+    return (int)has < cap ? has : (seen__ef_isa)cap;
+}
+
+seen__ef_isa seen__ef_isa_limit(seen__ef_isa cap)
+{
+    atomic_store_explicit(&isa_cap, (int)cap, memory_order_relaxed);
+    return effective_isa();
+}
 
 int64_t seen__ef_find(const seen__run *r, uint64_t v)
 {
     if (v < r->base || v - r->base > r->span)
         return -1;
-    return cpu_popcnt() ? ef_find_popcnt(r, v) : ef_find_plain(r, v);
+    switch (effective_isa()) {
+    case SEEN_EF_ISA_PDEP:
+        return ef_find_pdep(r, v);
+    case SEEN_EF_ISA_POPCNT:
+        return ef_find_popcnt(r, v);
+    default:
+        return ef_find_plain(r, v);
+    }
 }
 
 void seen__ef_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
 {
-    if ((uint64_t)n * SEEN_EF_DENSE_RATIO >= r->n)
+    if ((uint64_t)n * SEEN_EF_DENSE_RATIO >= r->n) {
         ef_dense(r, vals, n, tags);
-    else if (cpu_popcnt())
+        return;
+    }
+    switch (effective_isa()) {
+    case SEEN_EF_ISA_PDEP:
+        ef_match_pdep(r, vals, n, tags);
+        break;
+    case SEEN_EF_ISA_POPCNT:
         ef_match_popcnt(r, vals, n, tags);
-    else
+        break;
+    default:
         ef_match_plain(r, vals, n, tags);
+    }
 }
-
 /* ------------------------------------------------------------ building */
 
 void seen__ef_index(seen__run *r)
