@@ -195,6 +195,9 @@ typedef struct item_batch {
     seen_str *strs;
     size_t n;
     uint64_t *ints; /* filled by item_batch_ints() */
+    /* The items are the lines of one buffer, in order: item i + 1 starts
+     * one "\n" after item i ends (item_batch_from_bulk). */
+    bool lines;
 } item_batch;
 
 /* From arguments, or from one argument of "\n"-separated items (one final

@@ -231,7 +231,10 @@ static bool bulk_lines(item_batch *b, RedisModuleString *bulk, const char **err)
 
 bool item_batch_from_bulk(item_batch *b, RedisModuleString *bulk, const char **err)
 {
-    return bulk_lines(b, bulk, err) && batch_lengths_ok(b, err);
+    if (!bulk_lines(b, bulk, err) || !batch_lengths_ok(b, err))
+        return false;
+    b->lines = true;
+    return true;
 }
 
 static bool time_of(const char *s, size_t len, int64_t *out)

@@ -211,6 +211,28 @@ def test_bulk_lines_split_at_every_newline(r):
             assert flags == b"0" * count
 
 
+def test_reply_bulk_copies_runs_of_unseen_lines(r):
+    """REPLY BULK copies lines that are unseen one after another at once:
+    every pattern of seen and unseen (runs at either end, single lines, all
+    or none seen) gives the unseen lines in order, each with its newline,
+    from BULK as from ITEMS."""
+    rng = random.Random(11)
+    stored = ["s%d-%s" % (i, "x" * rng.randint(0, 30)) for i in range(300)]
+    r.execute_command("SEEN.ADD", "runs", *stored)
+    for share in (0.0, 0.1, 0.5, 0.9, 1.0):
+        for count in (1, 2, 3, 50, 400):
+            cands = [rng.choice(stored) if rng.random() < share else
+                     "u%d-%s" % (rng.randrange(10**9), "y" * rng.randint(0, 30))
+                     for _ in range(count)]
+            flags = r.execute_command("SEEN.MFILTER", 1, "runs", "REPLY", "FLAGS", "ITEMS", *cands)
+            want = "".join(c + "\n" for c, f in zip(cands, flags.decode()) if f == "0").encode()
+            for tail in ("", "\n"):
+                assert r.execute_command("SEEN.MFILTER", 1, "runs", "REPLY", "BULK", "BULK",
+                                         "\n".join(cands) + tail) == want
+            assert r.execute_command("SEEN.MFILTER", 1, "runs", "REPLY", "BULK", "ITEMS",
+                                     *cands) == want
+
+
 # ---------------------------------------------------------------- INSERT
 
 def test_insert_items_and_bulk(r):
