@@ -453,6 +453,9 @@ typedef enum { SEEN_EF_ISA_PLAIN, SEEN_EF_ISA_POPCNT, SEEN_EF_ISA_PDEP } seen__e
 /* Cap the level (tests run every one the CPU has); returns the level now
  * in use. */
 seen__ef_isa seen__ef_isa_limit(seen__ef_isa cap);
+/* Whether a CPU of this vendor (cpuid's 12 bytes) and signature (leaf 1,
+ * EAX) runs PDEP in a few cycles: the condition for the PDEP level. */
+bool seen__pdep_fast_on(const char vendor[12], unsigned signature);
 /* seen__run_match for an Elias-Fano run. */
 void seen__ef_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags);
 /* Whether every tag word is a valid base-nsegs number with nothing past

@@ -178,6 +178,18 @@ static inline __attribute__((always_inline)) unsigned select64(uint64_t w, unsig
     return pdep ? select64_pdep(w, k) : seen__select64(w, k);
 }
 
+bool seen__pdep_fast_on(const char vendor[12], unsigned signature)
+{
+    /* AMD's families before 0x19 (Zen 3), and Hygon's (Zen 1 built under
+     * licence), run PDEP in microcode: tens to hundreds of cycles. */
+    if (memcmp(vendor, "AuthenticAMD", 12) != 0 && memcmp(vendor, "HygonGenuine", 12) != 0)
+        return true;
+    unsigned family = (signature >> 8) & 0xfu;
+    if (family == 0xfu)
+        family += (signature >> 20) & 0xffu;
+    return family >= 0x19u;
+}
+
 /*
  * The index of the value of high part h whose low part is `want`, or -1;
  * h's values are the ones from bit p of the uppers on (none past ubits).
@@ -413,25 +425,24 @@ EF_LEVEL(plain, , false)
 EF_LEVEL(popcnt, __attribute__((target("popcnt"))), false)
 EF_LEVEL(pdep, __attribute__((target("popcnt,bmi2"))), true)
 
-/* Whether PDEP takes a few cycles: AMD (and Hygon) families before 0x19
- * run it in microcode, tens to hundreds of cycles. */
+/* The vendor string is in EBX, EDX, ECX (cpuid leaf 0), little-endian. */
+static void vendor_of(unsigned b, unsigned c, unsigned d, char vendor[12])
+{
+    const unsigned regs[3] = {b, d, c};
+    for (unsigned i = 0; i < 12; i++)
+        vendor[i] = (char)((regs[i / 4] >> (8 * (i % 4))) & 0xffu);
+}
+
 static bool pdep_is_fast(void)
 {
     unsigned a, b, c, d;
+    char vendor[12];
     if (!__get_cpuid(0, &a, &b, &c, &d))
         return false;
-    /* The vendor string is in EBX, EDX, ECX: "AuthenticAMD" or
-     * "HygonGenuine" (AMD's Zen 1 built under licence). */
-    const bool amd = (b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u) ||
-                     (b == 0x6f677948u && d == 0x6e65476eu && c == 0x656e6975u);
-    if (!amd)
-        return true;
+    vendor_of(b, c, d, vendor);
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return false;
-    unsigned family = (a >> 8) & 0xfu;
-    if (family == 0xfu)
-        family += (a >> 20) & 0xffu;
-    return family >= 0x19u;
+    return seen__pdep_fast_on(vendor, a);
 }
 
 static seen__ef_isa cpu_isa(void)

@@ -497,6 +497,14 @@ static void test_runs(void **state)
                 check_run(&r, shape, sizes[i], segs[(shape + i) % 6], 1);
     }
     seen__ef_isa_limit(SEEN_EF_ISA_PDEP);
+    /* PDEP is taken where it is fast: not on AMD or Hygon before Zen 3. */
+    assert_true(seen__pdep_fast_on("GenuineIntel", 0x000806ecu));
+    assert_false(seen__pdep_fast_on("AuthenticAMD", 0x00660f01u)); /* family 0x15 */
+    assert_false(seen__pdep_fast_on("AuthenticAMD", 0x00830f10u)); /* Zen 2 */
+    assert_false(seen__pdep_fast_on("HygonGenuine", 0x00900f01u)); /* family 0x18 */
+    assert_true(seen__pdep_fast_on("AuthenticAMD", 0x00a20f10u));  /* Zen 3 */
+    assert_true(seen__pdep_fast_on("AuthenticAMD", 0x00a60f12u));  /* Zen 4 */
+    assert_true(seen__pdep_fast_on("AuthenticAMD", 0x00b40f40u));  /* Zen 5 */
     fprintf(stderr, "[stat] runs: Elias-Fano lookups checked at %d instruction levels\n", levels);
     assert_true(levels >= 1);
     /* Large runs at many sizes put the cut between two blocks at many
