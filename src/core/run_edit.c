@@ -320,7 +320,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     *applies = false;
     *held = 0;
     if (seen__run_is_ef(r))
-        return SEEN_OK;
+        return seen__ef_with(out, r, vals, k, tag, held, applies);
     /* Buckets grow as values come in: a large run (fine buckets, probed by
      * every add) is rebuilt once they average twice its canonical ones. */
     uint64_t n2 = (uint64_t)r->n + k;

@@ -31,9 +31,10 @@
  * whole words to skip the zeros left to the h-th, then the lows of the
  * (few) values of high part h.  Tags are as in a Golomb run (run.c).
  *
- * Values are not added in place (seen__run_with says so): a large run is
- * rebuilt by the merges that fold runs together.  A delete copies the
- * run's bits around the values that go (seen__ef_without).
+ * Edits copy the run's bits around the values that change: a flush adds
+ * each new value's one bit and low bits where they go (seen__ef_with), a
+ * delete takes them out (seen__ef_without); base, span and L stay, or the
+ * run is rebuilt.
  */
 #include "run_write.h"
 
@@ -221,19 +222,16 @@ match_high(const lows *lw, uint64_t ubits, uint64_t p, uint64_t h, uint64_t want
     return -1;
 }
 
-/* The position of item x's index in the run, or -1.  `up` is where the
- * uppers start. */
-static inline __attribute__((always_inline)) int64_t ef_find_in(const seen__run *r, const lows *lw,
-                                                                uint64_t x, bool pdep)
+/* Where the values of high part h start in the uppers `up`: the sample
+ * before it, then past the zeros left, whole words by popcount, then a
+ * select. */
+static inline __attribute__((always_inline)) uint64_t
+high_start(const seen__run *r, const uint8_t *up, uint64_t h, bool pdep)
 {
-    const uint8_t *up = lw->codes;
-    const unsigned l = r->ef.low;
-    const uint64_t h = x >> l;
     const uint64_t j = h >> r->ef.shift;
     uint64_t p = sample_at(r, j);
     uint64_t zeros = h - (j << r->ef.shift);
     if (zeros) {
-        /* Past `zeros` more zeros: whole words by popcount, then select. */
         uint64_t k = p >> 6;
         uint64_t w = ~up_word(up, k) & (~UINT64_C(0) << (p & 63));
         unsigned z = popcount64(w);
@@ -244,6 +242,16 @@ static inline __attribute__((always_inline)) int64_t ef_find_in(const seen__run 
         }
         p = k * 64 + select64(w, (unsigned)zeros - 1, pdep) + 1;
     }
+    return p;
+}
+
+/* The position of item x's index in the run, or -1. */
+static inline __attribute__((always_inline)) int64_t ef_find_in(const seen__run *r, const lows *lw,
+                                                                uint64_t x, bool pdep)
+{
+    const unsigned l = r->ef.low;
+    const uint64_t h = x >> l;
+    const uint64_t p = high_start(r, lw->codes, h, pdep);
     return match_high(lw, r->n + highs(r), p, h, x & ((UINT64_C(1) << l) - 1));
 }
 
@@ -604,6 +612,40 @@ seen_err seen__ef_encode(seen__run *out, uint64_t c, const uint64_t *vals, const
     return SEEN_OK;
 }
 
+/* ------------------------------------------------------------ editing */
+
+/* The rest of r's uppers from bit `from` on, then zeros up to the word
+ * where nr's lows start. */
+static bool finish_uppers(acc_writer *w, const seen__run *r, const lows *lw, uint64_t from,
+                          const seen__run *nr)
+{
+    if (!seen__aw_copy(w, lw->codes, from, r->n + highs(r) - from))
+        return false;
+    for (uint64_t pad = ef_ups_bits(nr) - aw_bits(w); pad > 0;) {
+        unsigned step = pad > 48 ? 48 : (unsigned)pad;
+        aw_put(w, 0, step);
+        pad -= step;
+    }
+    return true;
+}
+
+/* An edited run's memory: r's segment ids, the tags (from `tags` or
+ * `old_tags`, as seen__run_put_tags takes them), the codes written to w,
+ * and the samples counted from them. */
+static seen_err ef_assemble(seen__run *nr, const seen__run *r, const uint16_t *tags,
+                            const tag_source *old_tags, const acc_writer *w)
+{
+    nr->mem = seen__calloc(1, seen__run_mem_size(nr));
+    if (nr->mem == NULL)
+        return SEEN_ERR_NOMEM;
+    memcpy(nr->mem, seen__run_segs(r), (size_t)r->nsegs * sizeof(uint32_t));
+    seen__run_put_tags(nr, tags, old_tags);
+    memcpy(nr->mem + codes_offset(nr), w->buf, (size_t)((nr->code_bits + 7) / 8));
+    seen__ef_index(nr);
+    seen__run_split(nr);
+    return SEEN_OK;
+}
+
 /* ------------------------------------------------------------ removing */
 
 /* Append the lows of values [i0, i1) of the run lw reads. */
@@ -681,29 +723,17 @@ seen_err seen__ef_without(seen__run *out, const seen__run *r, const uint64_t *va
         ok = seen__aw_copy(&w, lw.codes, from, gone_bit[g] - from);
         from = gone_bit[g] + 1;
     }
-    ok = ok && seen__aw_copy(&w, lw.codes, from, r->n + highs(r) - from);
-    /* Zeros up to the word the lows start at. */
-    for (uint64_t pad = ef_ups_bits(&nr) - aw_bits(&w); ok && pad > 0;) {
-        unsigned step = pad > 48 ? 48 : (unsigned)pad;
-        aw_put(&w, 0, step);
-        pad -= step;
-    }
+    ok = ok && finish_uppers(&w, r, &lw, from, &nr);
     from = 0;
     for (size_t g = 0; g < gone && ok; g++) {
         ok = copy_lows(&w, &lw, from, gone_at[g]);
         from = gone_at[g] + 1;
     }
     ok = ok && copy_lows(&w, &lw, from, r->n);
-    nr.mem = ok ? seen__calloc(1, seen__run_mem_size(&nr)) : NULL;
-    if (nr.mem == NULL) {
+    if (!ok || ef_assemble(&nr, r, NULL, r->nsegs > 1 ? &ts : NULL, &w) != SEEN_OK) {
         err = SEEN_ERR_NOMEM;
         goto fail;
     }
-    memcpy(nr.mem, seen__run_segs(r), (size_t)r->nsegs * sizeof(uint32_t));
-    seen__run_put_tags(&nr, NULL, r->nsegs > 1 ? &ts : NULL);
-    memcpy(nr.mem + codes_offset(&nr), w.buf, (size_t)((nr.code_bits + 7) / 8));
-    seen__ef_index(&nr);
-    seen__run_split(&nr);
     *out = nr;
     *removed = gone;
     *applies = true;
@@ -714,6 +744,138 @@ done:
     seen__free(gone_at);
     seen__free(own_a);
     seen__free(own_b);
+    seen__free(w.buf);
+    return err;
+}
+
+/* ------------------------------------------------------------ adding */
+
+/* How many of the run's values are below offset x (x <= span), and
+ * whether x is one of them (*has): the start of x's high part (its sample,
+ * then popcounts), then its lows. */
+static uint64_t ef_rank(const seen__run *r, const lows *lw, uint64_t x, bool *has)
+{
+    const uint8_t *up = lw->codes;
+    const unsigned l = r->ef.low;
+    const uint64_t h = x >> l, ubits = r->n + highs(r);
+    const uint64_t p = high_start(r, up, h, false);
+    /* The values of high part h follow from bit p while the bits are ones. */
+    const uint64_t want = x & ((UINT64_C(1) << l) - 1);
+    uint64_t i = p - h;
+    *has = false;
+    for (uint64_t b = p; b < ubits && ((up_word(up, b >> 6) >> (b & 63)) & 1); b++, i++) {
+        const uint64_t lo = low_at(lw, i);
+        if (lo >= want) {
+            *has = lo == want;
+            break;
+        }
+    }
+    return i;
+}
+
+/*
+ * Adding values, the counterpart of seen__ef_without for the flush of the
+ * head into the run that takes it: each new value puts a one into the
+ * uppers where its high part's values are (after the zero that ends the
+ * high parts below it and the values of its own that are smaller) and its
+ * L bits into the lows; the bits between are copied as they are.  Linear in
+ * the run's bits, but a copy of them: a flush into a run of 20,000 values
+ * cost a decode and an encode of all of them.  The run keeps base, span and
+ * L, so a value past either end, or a count that calls for another L,
+ * rebuilds instead (*applies false), as does a value the run holds already
+ * when it has several segments (it would move to the newer one).
+ */
+seen_err seen__ef_with(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
+                       uint32_t tag, size_t *held, bool *applies)
+{
+    *held = 0;
+    *applies = false;
+    if (k == 0 || tag >= r->nsegs || vals[0] < r->base || vals[k - 1] - r->base > r->span)
+        return SEEN_OK;
+    const lows lw = lows_of(r);
+    /* Where each new value goes among the old ones; held ones drop out. */
+    uint64_t *rank = seen__malloc(k * sizeof *rank);
+    uint64_t *fresh = seen__malloc(k * sizeof *fresh);
+    seen_err err = SEEN_ERR_NOMEM;
+    acc_writer w = {0};
+    uint16_t *tags = NULL;
+    seen__run nr = *r;
+    nr.mem = NULL;
+    if (rank == NULL || fresh == NULL)
+        goto done;
+    size_t m = 0;
+    for (size_t i = 0; i < k; i++) {
+        const uint64_t x = vals[i] - r->base;
+        bool has;
+        const uint64_t at = ef_rank(r, &lw, x, &has);
+        if (has) {
+            (*held)++;
+            continue;
+        }
+        rank[m] = at;
+        fresh[m++] = x;
+    }
+    err = SEEN_OK;
+    const uint64_t n2 = (uint64_t)r->n + m;
+    if ((r->nsegs > 1 && *held > 0) || n2 > UINT32_MAX || !seen__ef_wanted(r->c, n2, r->span) ||
+        seen__ef_low_bits(n2, r->span) != r->ef.low)
+        goto done;
+    nr.tail = NULL;
+    nr.tail_bit = 0;
+    nr.n = (uint32_t)n2;
+    nr.code_bits = ef_ups_bits(&nr) + n2 * r->ef.low;
+    if (nr.code_bits > SEEN_MAX_CODE_BITS)
+        goto done;
+    if ((err = seen__ef_shape(&nr)) != SEEN_OK)
+        goto done;
+    err = SEEN_ERR_NOMEM;
+    if (!seen__aw_reserve(&w, nr.code_bits + 64))
+        goto done;
+    const unsigned l = r->ef.low;
+    /* Uppers: the old bits, a one inserted before old bit h + rank of
+     * each new value. */
+    uint64_t from = 0;
+    bool ok = true;
+    for (size_t i = 0; i < m && ok; i++) {
+        const uint64_t at = (fresh[i] >> l) + rank[i];
+        ok = seen__aw_copy(&w, lw.codes, from, at - from);
+        aw_put(&w, 1, 1);
+        from = at;
+    }
+    ok = ok && finish_uppers(&w, r, &lw, from, &nr);
+    /* Lows: the old ones, each new low before old value rank. */
+    from = 0;
+    for (size_t i = 0; i < m && ok; i++) {
+        ok = copy_lows(&w, &lw, from, rank[i]);
+        if (l > 0)
+            aw_put(&w, fresh[i] & ((UINT64_C(1) << l) - 1), l);
+        from = rank[i];
+    }
+    ok = ok && copy_lows(&w, &lw, from, r->n);
+    if (!ok)
+        goto done;
+    if (r->nsegs > 1) {
+        /* The old tags, the new values' inserted where they went. */
+        tags = seen__malloc((size_t)(n2 + r->n) * sizeof *tags);
+        if (tags == NULL)
+            goto done;
+        uint16_t *old = tags + n2;
+        seen__run_decode_tags(r, old);
+        size_t o = 0, a = 0;
+        for (uint64_t q = 0; q < n2; q++)
+            tags[q] = (a < m && rank[a] == o) ? (a++, (uint16_t)tag) : old[o++];
+    }
+    if (ef_assemble(&nr, r, tags, NULL, &w) != SEEN_OK)
+        goto done;
+    *out = nr;
+    *applies = true;
+    err = SEEN_OK;
+done:
+    if (!*applies)
+        *held = 0;
+    seen__free(rank);
+    seen__free(fresh);
+    seen__free(tags);
     seen__free(w.buf);
     return err;
 }

@@ -120,6 +120,9 @@ void seen__run_put_tags(seen__run *r, const uint16_t *tags, const tag_source *ol
 seen_err seen__tags_without(const seen__run *r, const uint64_t *gone_at, size_t gone,
                             uint64_t *removed_per_tag, tag_source *ts, bool *keeps, void **own_a,
                             void **own_b);
+/* seen__run_with for an Elias-Fano run (run_ef.c). */
+seen_err seen__ef_with(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
+                       uint32_t tag, size_t *held, bool *applies);
 /* seen__run_without for an Elias-Fano run (run_ef.c). */
 seen_err seen__ef_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
                           uint64_t *removed_per_tag, size_t *removed, bool *applies);

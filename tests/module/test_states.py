@@ -173,6 +173,23 @@ def write_everything(server, tmp_path):
     w.expect("ef-del", [x for d in (40, 10) for x in ("e%d-%d" % (d, i) for i in range(0, 20000, 7))
                         if x not in kept])
 
+    # An older slice of 40,000 items, then 18,000 written now (the run of
+    # the current slice is coded Elias-Fano), then live pages of 20: their
+    # flushes add into that run in place.
+    c.execute_command("SEEN.INSERT", "ef-add", "AT", now - 30 * DAY, "BULK",
+                      "\n".join("o%d" % i for i in range(40000)))
+    c.execute_command("SEEN.COMPACT", "ef-add")
+    c.execute_command("SEEN.INSERT", "ef-add", "BULK", "\n".join("n%d" % i for i in range(18000)))
+    pipe = c.pipeline(transaction=False)
+    for p in range(200):
+        pipe.execute_command("SEEN.ADD", "ef-add", *["a%d-%d" % (p, i) for i in range(20)])
+    pipe.execute()
+    runs = info_map(c.execute_command("SEEN.INFO", "ef-add"))["runs"]
+    assert max(r["items"] for r in runs) > 16384 + 2000, runs
+    w.expect("ef-add", ["o%d" % i for i in range(0, 40000, 11)] +
+             ["n%d" % i for i in range(0, 18000, 7)] +
+             ["a%d-%d" % (p, i) for p in range(200) for i in range(0, 20, 3)])
+
     # Bursts far past the plan: a light history over the window, then
     # 12,000 items in live pages within seconds (runs sized to double, then
     # exact keys).  For these two histories the flush once refused most of

@@ -96,7 +96,7 @@ static size_t make_values(rng *r, int shape, size_t n, uint64_t *v)
 
 /* In-place adds that applied, over all runs checked (reported, and must
  * not be none). */
-static int in_place_adds, widened_adds;
+static int in_place_adds, widened_adds, ef_adds_in_place;
 
 /* Encodes, decodes, looks up, clones and corrupts one run, Golomb-coded
  * or (ef) Elias-Fano; true if the run was stored in two blocks. */
@@ -325,7 +325,12 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
         bool applies = false;
         seen__run grown;
         assert_int_equal(seen__run_with(&grown, &run, add, k, tag, &held, &applies), SEEN_OK);
-        assert_true(!ef || !applies);
+        /* An Elias-Fano run keeps its ends and its low bits: values past
+         * an end, or a count calling for other low bits, rebuild it. */
+        if (ef && (add[0] < v[0] || add[k - 1] > v[n - 1] ||
+                   seen__ef_low_bits(n + k, run.span) != run.ef.low ||
+                   !seen__ef_wanted(run.c, n + k, run.span)))
+            assert_false(applies);
         bool holds_one = false;
         for (size_t a = 0, i = 0; a < k; a++) {
             while (i < n && v[i] < add[a])
@@ -335,6 +340,8 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
         assert_true(nsegs == 1 || !holds_one || !applies);
         if (applies) {
             in_place_adds++;
+            ef_adds_in_place += ef;
+            assert_int_equal(seen__run_is_ef(&grown), ef);
             assert_int_equal(seen__run_validate(&grown), SEEN_OK);
             uint64_t lo = add[0] < v[0] ? add[0] : run.base;
             uint64_t hi = add[k - 1] > v[n - 1] ? add[k - 1] : run.base + run.span;
@@ -364,6 +371,27 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
             seen__run_decode(&grown, gv, gt);
             assert_memory_equal(gv, all, m * sizeof *gv);
             assert_memory_equal(gt, all_tags, m * sizeof *gt);
+            if (ef) {
+                /* What a rebuild of the same values would write. */
+                seen__run fresh;
+                assert_int_equal(seen__ef_encode(&fresh, run.c, all, all_tags, m,
+                                                 seen__run_segs(&run), run.nsegs),
+                                 SEEN_OK);
+                assert_true(fresh.code_bits == grown.code_bits && fresh.ef.low == grown.ef.low &&
+                            fresh.base == grown.base && fresh.span == grown.span);
+                seen__run_release(&fresh);
+            }
+            /* Lookups find every new value with its tag, and the values
+             * around them (the samples were counted again). */
+            for (size_t a = 0; a < k; a++) {
+                const seen__run *one[1] = {&grown};
+                int got_tag;
+                seen__run_lookup_many(one, &add[a], 1, &got_tag);
+                size_t at = 0;
+                while (all[at] != add[a])
+                    at++;
+                assert_int_equal(got_tag, all_tags[at]);
+            }
             free(gv);
             free(gt);
             free(all);
@@ -519,6 +547,8 @@ static void test_runs(void **state)
         assert_true(splits * 2 > tried);
     }
     assert_true(in_place_adds > 0);
+    fprintf(stderr, "[stat] runs: %d adds to Elias-Fano runs in place\n", ef_adds_in_place);
+    assert_true(ef_adds_in_place > 0);
     fprintf(stderr, "[stat] runs: %d deletes from Elias-Fano runs in place\n", ef_deletes_in_place);
     assert_true(ef_deletes_in_place > 0);
     seen_set_allocator(NULL);
