@@ -162,8 +162,10 @@ def checkpoint(client, people, day, now, rng):
             c[name] += m
             totals[name] += m
         live_total += len(live)
-        if len(live) >= 1000:
-            row["worst_big"] = max(row["worst_big"], mem[0] * 8 / len(live))
+        if len(live) >= 1000 and mem[0] * 8 / len(live) > row["worst_big"]:
+            row["worst_big"] = mem[0] * 8 / len(live)
+            row["worst_big_key"] = "%s user, %d live items, %d bytes, day %d" % (
+                u.kind, len(live), mem[0], day)
         # Items well inside the window must be seen; fresh ones counted.
         inside = [it for t, it in u.written if t > now - WINDOW_DAYS * DAY + DAY]
         sample = rng.sample(inside, min(200, len(inside)))
@@ -183,8 +185,9 @@ def checkpoint(client, people, day, now, rng):
 
 def judge(rows, arrive_until, days):
     results = {}
-    results["big keys"] = (max(r["worst_big"] for r in rows) <= 20,
-                           "worst %.1f bits" % max(r["worst_big"] for r in rows))
+    big = max(rows, key=lambda r: r["worst_big"])
+    results["big keys"] = (big["worst_big"] <= 20, "worst %.1f bits%s" % (
+        big["worst_big"], " (%s)" % big["worst_big_key"] if "worst_big_key" in big else ""))
     arriving = [r for r in rows if r["day"] <= arrive_until and r["live"]]
     worst = max((r["seen_bits"] for r in arriving), default=0)
     results["fleet"] = (worst <= 16, "worst %.1f bits" % worst)
