@@ -436,7 +436,9 @@ bool seen__run_ends_exact(const seen__run *r)
 
 void seen__cursor_init(seen__cursor *cur, const seen__run *r)
 {
-    memset(cur, 0, sizeof *cur);
+    /* The fields, not the two 4 KB buffers: a page of 20 adds starts a
+     * cursor per run, and the buffers are written before they are read. */
+    memset(cur, 0, offsetof(seen__cursor, buf));
     cur->r = r;
     if (seen__run_is_ef(r))
         return; /* seen__cursor_find looks each value up */
