@@ -229,9 +229,12 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
                 goto done;
         }
         memset(drop, 0, cnt);
-        uint64_t pos = offs[j] - org, v = lo;
+        uint64_t v = lo;
+        reader rd;
+        reader_init(&rd, codes, offs[j] - org);
+        unsigned used;
         for (size_t i = 0; i < cnt; i++) {
-            v = (i == 0 ? lo : v + 1) + golomb_get(codes, &pos, &g);
+            v = (i == 0 ? lo : v + 1) + reader_golomb(&rd, &g, &used);
             bucket[i] = v;
         }
         /* Values to drop, then the rest coded again from the bucket base. */
@@ -387,13 +390,17 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
          * that follows the last new one, are copied as they are; only the
          * codes in between are decoded and written again. */
         size_t cnt = (size_t)(firsts[j + 1] - firsts[j]);
-        uint64_t pos = offs[j] - org, end = offs[j + 1] - org, from = pos, code_at = pos;
+        uint64_t pos = offs[j] - org, end = offs[j + 1] - org, from = pos;
         uint64_t prev = 0, next = 0;
         bool have_prev = false, have_next = false;
         size_t i = 0;
+        /* Decoded in a register (run_layout.h): a code's length is on the
+         * critical path, a load per code would be too. */
+        reader rd;
+        reader_init(&rd, codes, pos);
+        unsigned used = 0;
         while (i < cnt) {
-            code_at = pos;
-            uint64_t v = (i == 0 ? lo : prev + 1) + golomb_get(codes, &pos, &g);
+            uint64_t v = (i == 0 ? lo : prev + 1) + reader_golomb(&rd, &g, &used);
             i++;
             if (v >= vals[vi]) {
                 next = v;
@@ -403,7 +410,9 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
             prev = v;
             have_prev = true;
         }
-        uint64_t kept = have_next ? code_at : pos;
+        pos = reader_pos(&rd, codes);
+        /* With a next value, its code starts `used` bits back. */
+        uint64_t kept = have_next ? pos - used : pos;
         uint64_t olds_before = firsts[j] + (have_next ? i - 1 : i);
         if (kept > from && !seen__aw_copy(&w, codes, from, kept - from))
             goto done;
@@ -429,7 +438,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
                  * of the bucket is copied from pos. */
                 have_next = more && i < cnt;
                 if (have_next) {
-                    next = next + 1 + golomb_get(codes, &pos, &g);
+                    next = next + 1 + reader_golomb(&rd, &g, &used);
                     i++;
                 }
             } else if (more) {
@@ -455,6 +464,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
             prev = x;
             have_prev = true;
         }
+        pos = reader_pos(&rd, codes);
         if (end > pos && !seen__aw_copy(&w, codes, pos, end - pos))
             goto done;
     }

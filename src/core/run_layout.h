@@ -1,7 +1,8 @@
 /*
  * run_layout.h — where things are in a run (run.c describes the layout):
  * sizes and offsets of its parts, canonical bucket counts and widths, bucket
- * starts from the index, tag packing, and decoding one Golomb code.  Shared
+ * starts from the index, tag packing, and decoding Golomb codes (one at a
+ * position, or in sequence with a bit reader).  Shared
  * by the writers (run.c, run_edit.c) and the readers (run_read.c); private
  * to the core.
  */
@@ -57,6 +58,137 @@ static inline uint64_t golomb_get(const uint8_t *buf, uint64_t *pos, const seen_
         }
     }
     return golomb_get_slow(buf, pos, g);
+}
+
+/*
+ * A bit reader holding 56-63 bits in a register.  Refills are branch-free:
+ * OR in the next 8 bytes above the bits held, then advance by the whole
+ * bytes that became valid (the invariant is ptr*8 == position + avail).
+ * Decoding then works on the register; loads leave the critical path.
+ */
+typedef struct reader {
+    const uint8_t *ptr;
+    uint64_t buf;
+    unsigned avail;
+} reader;
+
+static inline void reader_refill(reader *rd)
+{
+    rd->buf |= seen__load64le(rd->ptr) << rd->avail;
+    rd->ptr += (63 - rd->avail) >> 3;
+    rd->avail |= 56;
+}
+
+static inline void reader_init(reader *rd, const uint8_t *buf, uint64_t pos)
+{
+    rd->ptr = buf + (pos >> 3);
+    rd->buf = 0;
+    rd->avail = 0;
+    reader_refill(rd);
+    rd->buf >>= pos & 7;
+    rd->avail -= (unsigned)(pos & 7);
+}
+
+/* What the slow path returns: the reader's new state travels by value, so
+ * the caller's reader never has its address taken and stays in registers. */
+typedef struct slow_result {
+    reader rd;
+    uint64_t gap;
+    unsigned used;
+} slow_result;
+
+/* k <= 56 bits, refilling first. */
+static inline uint64_t reader_take(reader *rd, unsigned k)
+{
+    if (rd->avail < k)
+        reader_refill(rd);
+    uint64_t v = rd->buf & ((UINT64_C(1) << k) - 1);
+    rd->buf >>= k;
+    rd->avail -= k;
+    return v;
+}
+
+/* The case of reader_golomb where a code is longer than the bits held: a
+ * long unary part, or the ~50-bit remainders of exact 64-bit keys (every
+ * lookup in an exact set of thousands of items comes here). */
+static __attribute__((noinline, unused)) slow_result reader_golomb_slow(reader rd,
+                                                                        const seen__golomb *g)
+{
+    uint64_t q = 0;
+    unsigned total = 0;
+    for (;;) {
+        reader_refill(&rd);
+        uint64_t w = rd.buf & ((UINT64_C(1) << rd.avail) - 1);
+        if (w == 0) {
+            q += rd.avail;
+            total += rd.avail;
+            rd.buf >>= rd.avail;
+            rd.avail = 0;
+            continue;
+        }
+        unsigned z = (unsigned)__builtin_ctzll(w);
+        q += z;
+        total += z + 1;
+        rd.buf >>= z + 1;
+        rd.avail -= z + 1;
+        break;
+    }
+    uint64_t rem = 0;
+    if (g->b > 0) {
+        unsigned k = g->b - 1;
+        uint64_t y = k <= 56 ? reader_take(&rd, k) : reader_take(&rd, 32);
+        if (k > 56)
+            y |= reader_take(&rd, k - 32) << 32;
+        total += k;
+        if (y < g->short_n) {
+            rem = y;
+        } else {
+            total += 1;
+            rem = ((y << 1) | reader_take(&rd, 1)) - g->short_n;
+        }
+    }
+    return (slow_result){rd, q * g->m + rem, total};
+}
+
+/* Gap from trusted data; *used gets the bits consumed. */
+static inline __attribute__((always_inline)) uint64_t
+reader_golomb(reader *rd, const seen__golomb *g, unsigned *used)
+{
+    reader_refill(rd);
+    uint64_t b = rd->buf;
+    unsigned z = (unsigned)__builtin_ctzll(b | (UINT64_C(1) << 63));
+    if (__builtin_expect(z + 1 + g->b <= rd->avail, 1)) {
+        if (g->b == 0) {
+            rd->buf = b >> (z + 1);
+            rd->avail -= z + 1;
+            *used = z + 1;
+            return z;
+        }
+        /* Short or long remainder: about half and half, so select with a
+         * mask, not a branch (a mispredicted branch costs more than both
+         * paths). */
+        uint64_t w = b >> (z + 1);
+        uint64_t y = w & g->lowmask;
+        uint64_t is_long = y >= g->short_n;
+        uint64_t mask = 0 - is_long;
+        uint64_t r_long = ((y << 1) | ((w >> (g->b - 1)) & 1)) - g->short_n;
+        uint64_t r = (r_long & mask) | (y & ~mask);
+        unsigned n = z + g->b + (unsigned)is_long;
+        rd->buf = b >> n; /* n <= 56 < 64 */
+        rd->avail -= n;
+        *used = n;
+        return (uint64_t)z * g->m + r;
+    }
+    slow_result sr = reader_golomb_slow(*rd, g);
+    *rd = sr.rd;
+    *used = sr.used;
+    return sr.gap;
+}
+
+/* The bit position the reader has reached in the buffer it was started on. */
+static inline uint64_t reader_pos(const reader *rd, const uint8_t *buf)
+{
+    return (uint64_t)(rd->ptr - buf) * 8 - rd->avail;
 }
 
 /* How many base-k digits fit in a 64-bit word (k >= 2), and k to that
