@@ -103,6 +103,13 @@
  * as many items as main (which bounds rewrites when items arrive in random
  * time order). */
 #define SEEN_DELTA_RATIO 1u
+/* Past four runs (older plans' runs, which cannot merge, and main and the
+ * recent run) the recent run is folded sooner, at 1/SEEN_MANY_RUNS_RATIO
+ * of the run before it; past SEEN_MANY_RUNS_MAX runs, at once.  Folding it
+ * at once whatever its size made every flush of a key with five runs or
+ * more rewrite its largest run: the head went into a new run, folded. */
+#define SEEN_MANY_RUNS_RATIO 8u
+#define SEEN_MANY_RUNS_MAX 16u
 
 /* Sets up to this many stored items keep a single run: rewriting it whole
  * on each merge is cheap, and one run avoids the cost of a split. */

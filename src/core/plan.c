@@ -579,7 +579,8 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
      * keep small sets in one run.  Runs of unequal divisors stay apart. */
     while (rl->n >= 2) {
         seen__run *p = &rl->r[rl->n - 2], *d = &rl->r[rl->n - 1];
-        if ((uint64_t)d->n * SEEN_DELTA_RATIO < p->n && rl->n <= 4 &&
+        const uint64_t ratio = rl->n <= 4 ? SEEN_DELTA_RATIO : SEEN_MANY_RUNS_RATIO;
+        if ((uint64_t)d->n * ratio < p->n && rl->n <= SEEN_MANY_RUNS_MAX &&
             (uint64_t)p->n + d->n > SEEN_SINGLE_RUN_MAX)
             break;
         bool done;

@@ -1210,6 +1210,55 @@ static void test_young_sets_compact(void **state)
     seen_set_allocator(NULL);
 }
 
+static void test_many_runs_fold_rarely(void **state)
+{
+    (void)state;
+    /* A key growing fast in its first days is replanned as it grows and
+     * keeps runs of older plans, which cannot merge: five runs and more.
+     * Then too a flush must go into the small recent run, not be folded
+     * into the run before it at once: that rewrote the largest run on
+     * every flush.  Work is counted as the values of every run from the
+     * first one a page changed on (a write rewrites at most those). */
+    seen_policy p;
+    seen_policy_default(&p);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    const double per_day = 3000;
+    const size_t pages = 1500;
+    char ids[20][24];
+    seen_str page[20];
+    uint64_t before[SEEN_MAX_RUNS];
+    uint32_t nbefore = 0;
+    size_t many = 0;
+    uint64_t work = 0;
+    for (size_t k = 0; k < pages; k++) {
+        int64_t at = T0 + (int64_t)((double)k * 20 * (double)DAY / per_day);
+        for (int i = 0; i < 20; i++) {
+            snprintf(ids[i], sizeof ids[i], "m%zu-%d", k, i);
+            page[i] = (seen_str){ids[i], strlen(ids[i])};
+        }
+        assert_int_equal(seen_add_str(s, page, 20, NULL, at, NULL), SEEN_OK);
+        uint32_t first = 0;
+        while (first < s->nruns && first < nbefore && s->runs[first].n == before[first])
+            first++;
+        for (uint32_t r = first; r < s->nruns; r++)
+            work += s->runs[r].n;
+        many += s->nruns >= 5;
+        nbefore = s->nruns;
+        for (uint32_t r = 0; r < s->nruns; r++)
+            before[r] = s->runs[r].n;
+    }
+    const double per_item = (double)work / (double)(pages * 20);
+    fprintf(stderr,
+            "[stat] many runs: %zu of %zu pages with five runs or more; %.1f values "
+            "rewritten per item added\n",
+            many, pages, per_item);
+    assert_true(many > pages / 4);
+    assert_true(per_item < 100); /* folding every flush at once: ~440 */
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    seen_free(s);
+}
+
 static void test_int_ids_compact(void **state)
 {
     (void)state;
@@ -1863,6 +1912,7 @@ int main(void)
         cmocka_unit_test(test_import_at_one_now),
         cmocka_unit_test(test_steady_state),
         cmocka_unit_test(test_young_sets_compact),
+        cmocka_unit_test(test_many_runs_fold_rarely),
         cmocka_unit_test(test_loads_version_1),
         cmocka_unit_test(test_int_ids_compact),
         cmocka_unit_test(test_errors_change_nothing),
