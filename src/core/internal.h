@@ -53,8 +53,11 @@
 #endif
 /* A batch with at least 1/SEEN_EF_DENSE_RATIO as many candidates as an
  * Elias-Fano run has values decodes the run in order; sparser ones look
- * their candidates up (run_ef.c). */
+ * their candidates up (run_ef.c).  Where PDEP selects in one instruction a
+ * lookup walk costs less than decoding even at 1.5 values per candidate,
+ * so there only a batch with as many candidates as values decodes. */
 #define SEEN_EF_DENSE_RATIO 8u
+#define SEEN_EF_DENSE_RATIO_PDEP 1u
 /* Values between two samples of an Elias-Fano run's upper bits. */
 #define SEEN_EF_SAMPLE_VALUES 1024u
 

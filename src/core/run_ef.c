@@ -339,7 +339,8 @@ static inline void add_lows(const lows *lw, uint64_t base, uint64_t first, size_
     }
 }
 
-static void ef_dense(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
+static inline __attribute__((always_inline)) void
+ef_dense_body(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
 {
     const lows lw = lows_of(r);
     const uint8_t *up = lw.codes;
@@ -425,6 +426,11 @@ static void ef_dense(const seen__run *r, const uint64_t *vals, size_t n, int32_t
                                       int32_t *tags)                                               \
     {                                                                                              \
         ef_match_body(r, vals, n, tags, pdep);                                                     \
+    }                                                                                              \
+    attrs static void ef_dense_##name(const seen__run *r, const uint64_t *vals, size_t n,          \
+                                      int32_t *tags)                                               \
+    {                                                                                              \
+        ef_dense_body(r, vals, n, tags);                                                           \
     }
 
 EF_LEVEL(plain, , false)
@@ -472,6 +478,8 @@ static seen__ef_isa cpu_isa(void)
 #define ef_match_popcnt ef_match_plain
 #define ef_find_pdep ef_find_plain
 #define ef_match_pdep ef_match_plain
+#define ef_dense_popcnt ef_dense_plain
+#define ef_dense_pdep ef_dense_plain
 static seen__ef_isa cpu_isa(void)
 {
     return SEEN_EF_ISA_PLAIN;
@@ -510,19 +518,18 @@ int64_t seen__ef_find(const seen__run *r, uint64_t v)
 
 void seen__ef_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
 {
-    if ((uint64_t)n * SEEN_EF_DENSE_RATIO >= r->n) {
-        ef_dense(r, vals, n, tags);
-        return;
-    }
-    switch (effective_isa()) {
+    const seen__ef_isa isa = effective_isa();
+    const uint64_t ratio = isa == SEEN_EF_ISA_PDEP ? SEEN_EF_DENSE_RATIO_PDEP : SEEN_EF_DENSE_RATIO;
+    const bool dense = (uint64_t)n * ratio >= r->n;
+    switch (isa) {
     case SEEN_EF_ISA_PDEP:
-        ef_match_pdep(r, vals, n, tags);
+        (dense ? ef_dense_pdep : ef_match_pdep)(r, vals, n, tags);
         break;
     case SEEN_EF_ISA_POPCNT:
-        ef_match_popcnt(r, vals, n, tags);
+        (dense ? ef_dense_popcnt : ef_match_popcnt)(r, vals, n, tags);
         break;
     default:
-        ef_match_plain(r, vals, n, tags);
+        (dense ? ef_dense_plain : ef_match_plain)(r, vals, n, tags);
     }
 }
 /* ------------------------------------------------------------ building */
