@@ -58,6 +58,9 @@
  * so there only a batch with as many candidates as values decodes. */
 #define SEEN_EF_DENSE_RATIO 8u
 #define SEEN_EF_DENSE_RATIO_PDEP 1u
+/* A walk with at least SEEN_EF_SPARSE_RATIO values per candidate moves
+ * its word on by a select, not a branch (run_ef.c). */
+#define SEEN_EF_SPARSE_RATIO 6u
 /* Values between two samples of an Elias-Fano run's upper bits. */
 #define SEEN_EF_SAMPLE_VALUES 1024u
 

@@ -261,8 +261,10 @@ static inline __attribute__((always_inline)) int64_t ef_find_in(const seen__run 
  * popcount or two and a select; one further than a sample's spacing jumps
  * to its sample instead, so a sparse batch costs what lookups would.
  */
-static inline __attribute__((always_inline)) void
-ef_match_body(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags, bool pdep)
+static inline __attribute__((always_inline)) void ef_match_body(const seen__run *r,
+                                                                const uint64_t *vals, size_t n,
+                                                                int32_t *tags, bool pdep,
+                                                                bool sparse)
 {
     const lows lw = lows_of(r);
     const uint8_t *up = lw.codes;
@@ -281,7 +283,14 @@ ef_match_body(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags,
         const uint64_t h = x >> l;
         uint64_t p = 0; /* where the values of high part h start */
         if (h > 0) {
-            if (zb + zw < h) {
+            /* In a sparse batch (SEEN_EF_SPARSE_RATIO) the next candidate
+             * lies in the next word about as often as in this one, so
+             * moving one word on is a select, not a branch (the padding
+             * after the uppers keeps the load inside the run); in a
+             * denser one it mostly stays, and the branch predicts. */
+            const uint64_t w1 = sparse ? up_word(up, k + 1) : 0,
+                           z1 = sparse ? 64 - popcount64(w1) : 0;
+            if (!sparse ? zb + zw < h : __builtin_expect(zb + zw + z1 < h, 0)) {
                 uint64_t j = h >> s;
                 if (j > 0 && (j << s) > zb + zw) {
                     /* The (j << s)-th zero is at sample(j) - 1. */
@@ -297,6 +306,12 @@ ef_match_body(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags,
                     w = up_word(up, ++k);
                     zw = 64 - popcount64(w);
                 }
+            } else if (sparse) {
+                const uint64_t on = zb + zw < h, m = UINT64_C(0) - on;
+                k += on;
+                zb += zw & m;
+                w = (w1 & m) | (w & ~m);
+                zw = (z1 & m) | (zw & ~m);
             }
             p = k * 64 + select64(~w, (unsigned)(h - zb - 1), pdep) + 1;
         }
@@ -425,7 +440,10 @@ ef_dense_body(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
     attrs static void ef_match_##name(const seen__run *r, const uint64_t *vals, size_t n,          \
                                       int32_t *tags)                                               \
     {                                                                                              \
-        ef_match_body(r, vals, n, tags, pdep);                                                     \
+        if ((uint64_t)n * SEEN_EF_SPARSE_RATIO <= r->n)                                            \
+            ef_match_body(r, vals, n, tags, pdep, true);                                           \
+        else                                                                                       \
+            ef_match_body(r, vals, n, tags, pdep, false);                                          \
     }                                                                                              \
     attrs static void ef_dense_##name(const seen__run *r, const uint64_t *vals, size_t n,          \
                                       int32_t *tags)                                               \
