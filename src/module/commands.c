@@ -524,6 +524,38 @@ typedef struct filter_request {
     item_source items;
 } filter_request;
 
+/* A query's flags are bytes of 0 or 1; these two passes take them eight at
+ * a time (byte by byte, each store could alias the loop's own bounds, and
+ * the two loops cost ~3% of a 10,000-candidate query). */
+#define EACH_BYTE(x) (UINT64_C(0x0101010101010101) * (x))
+
+static size_t count_seen(const uint8_t *seen, size_t n)
+{
+    size_t total = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, seen + i, 8);
+        total += (size_t)((w * EACH_BYTE(1)) >> 56); /* the sum of its bytes, at most 8 */
+    }
+    for (; i < n; i++)
+        total += seen[i];
+    return total;
+}
+
+/* '0' or '1' per flag: adding '0' to every byte carries into none. */
+static void flags_as_digits(char *out, const uint8_t *seen, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, seen + i, 8);
+        w += EACH_BYTE('0');
+        memcpy(out + i, &w, 8);
+    }
+    for (; i < n; i++)
+        out[i] = (char)('0' + seen[i]);
+}
+
 static void reply_filtered(RedisModuleCtx *ctx, reply_form form, const item_batch *b,
                            const uint8_t *seen, size_t nseen)
 {
@@ -536,8 +568,7 @@ static void reply_filtered(RedisModuleCtx *ctx, reply_form form, const item_batc
         break;
     case REPLY_FLAGS: {
         char *flags = RedisModule_Alloc(b->n ? b->n : 1);
-        for (size_t i = 0; i < b->n; i++)
-            flags[i] = seen[i] ? '1' : '0';
+        flags_as_digits(flags, seen, b->n);
         RedisModule_ReplyWithStringBuffer(ctx, flags, b->n);
         RedisModule_Free(flags);
         break;
@@ -669,9 +700,7 @@ static int do_filter(RedisModuleCtx *ctx, filter_request *q)
         if (err) {
             RedisModule_ReplyWithError(ctx, err);
         } else {
-            size_t nseen = 0;
-            for (size_t i = 0; i < b.n; i++)
-                nseen += seen[i];
+            size_t nseen = count_seen(seen, b.n);
             reply_filtered(ctx, q->form, &b, seen, nseen);
             atomic_fetch_add_explicit(&seen_counters.filter_calls, 1, memory_order_relaxed);
             atomic_fetch_add_explicit(&seen_counters.candidates_checked, b.n, memory_order_relaxed);
