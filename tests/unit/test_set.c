@@ -1346,6 +1346,14 @@ static void test_errors_change_nothing(void **state)
     assert_int_equal(seen_add_str(NULL, &ok, 1, NULL, T0, NULL), SEEN_ERR_ARG);
     uint8_t flag;
     assert_int_equal(seen_filter_str(s, &too_long, 1, T0, &flag), SEEN_ERR_ITEM_LEN);
+    /* A prepared query checks each item as it hashes it: a bad one after
+     * good ones still fails the whole batch (and leaks nothing). */
+    seen_query *q = NULL;
+    assert_int_equal(seen_query_str(mixed, 3, &q), SEEN_ERR_ITEM_LEN);
+    seen_str no_ptr[2] = {ok, {NULL, 3}};
+    assert_int_equal(seen_query_str(no_ptr, 2, &q), SEEN_ERR_ARG);
+    assert_int_equal(seen_query_str(&ok, SEEN_MAX_BATCH + 1, &q), SEEN_ERR_BATCH);
+    assert_null(q);
     assert_int_equal(seen_filter_int(s, &one, 1, T0, &flag), SEEN_ERR_IDS);
     assert_int_equal(seen_serialize(s, before, len - 1, NULL), SEEN_ERR_BUFFER);
     assert_unchanged(s, before, len);
