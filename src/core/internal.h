@@ -418,7 +418,8 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
  * applies, *out is the new run. */
 seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
                         uint32_t tag, size_t *held, bool *applies);
-/* Decode every value and tag of a valid run into arrays of r->n entries. */
+/* Decode every value and tag of a valid run into arrays of r->n entries
+ * (tags NULL: the values only). */
 void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags);
 /* The tag of every value of a valid run into tags[0..n). */
 void seen__run_decode_tags(const seen__run *r, uint16_t *tags);

@@ -50,13 +50,17 @@ static inline void mark_from(const uint64_t *keys, size_t n, size_t c, uint64_t 
  * candidates' keys and SEEN_CURSOR_PAD copies of UINT64_MAX after them.
  */
 static seen_err locate_by_values(const seen__run *r, const uint64_t *keys, size_t n,
-                                 const int32_t *tr, int32_t *rank)
+                                 const int32_t *tr, bool untagged, int32_t *rank)
 {
     uint64_t *vals = seen__malloc((size_t)r->n * (sizeof *vals + sizeof(uint16_t)));
     if (vals == NULL)
         return SEEN_ERR_NOMEM;
     uint16_t *tags = (uint16_t *)(void *)(vals + r->n);
-    seen__run_decode(r, vals, tags);
+    /* Untagged: every value counts as tag 0 (the caller made tr[0] stand
+     * for all of them), and the tags are not decoded. */
+    if (untagged)
+        memset(tags, 0, (size_t)r->n * sizeof *tags);
+    seen__run_decode(r, vals, untagged ? NULL : tags);
     /* vals[i] * d cannot overflow: vals[i] = key / d for some key. */
     const uint64_t d = r->c;
     const uint32_t half = r->n / 2;
@@ -86,9 +90,13 @@ static seen_err locate_by_values(const seen__run *r, const uint64_t *keys, size_
 /*
  * For candidates sorted by key, the rank of the newest segment alive at q
  * holding each one, or -1 when none does.  Runs are walked with a cursor,
- * so a batch costs one pass over the buckets it touches.
+ * so a batch costs one pass over the buckets it touches.  With
+ * `presence_only` (a query: only seen or not matters) a rank is some
+ * segment holding the candidate, not always the newest, so a run whose
+ * segments are all alive is walked without decoding its tags.
  */
-seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t q, int32_t *rank)
+seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t q,
+                      bool presence_only, int32_t *rank)
 {
     for (size_t i = 0; i < n; i++)
         rank[i] = -1;
@@ -135,9 +143,11 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
             break;
         }
         seen__run_tag_ranks(s, s->segs, s->nsegs, s->origin, r, q, tr);
-        bool any = false;
-        for (uint32_t t = 0; t < r->nsegs; t++)
+        bool any = false, all = true;
+        for (uint32_t t = 0; t < r->nsegs; t++) {
             any |= tr[t] >= 0;
+            all &= tr[t] >= 0;
+        }
         if (any && (uint64_t)r->n <= (uint64_t)n * SEEN_BY_VALUES_RATIO) {
             if (keys == NULL) {
                 keys = seen__malloc((n + SEEN_CURSOR_PAD) * sizeof *keys);
@@ -151,7 +161,7 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
                 }
             }
             if (err == SEEN_OK)
-                err = locate_by_values(r, keys, n, tr, rank);
+                err = locate_by_values(r, keys, n, tr, presence_only && all, rank);
         } else if (any) {
             if (vals == NULL) {
                 vals = seen__malloc(n * (sizeof *vals + sizeof *tags));
@@ -378,7 +388,7 @@ seen_err seen_query_run(const seen_set *s, seen_query *q, int64_t now, uint8_t *
     int32_t *rank = seen__malloc(q->n * sizeof *rank);
     if (rank == NULL)
         return SEEN_ERR_NOMEM;
-    err = seen__locate(s, cand, q->n, now, rank);
+    err = seen__locate(s, cand, q->n, now, true, rank);
     if (err == SEEN_OK) {
         /* About one candidate in ten is seen.  A branch per candidate
          * would mispredict on those, and a store per candidate (into the

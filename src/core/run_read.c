@@ -61,7 +61,8 @@ void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags)
 {
     if (seen__run_is_ef(r)) {
         seen__ef_decode(r, vals);
-        seen__run_decode_tags(r, tags);
+        if (tags)
+            seen__run_decode_tags(r, tags);
         return;
     }
     seen__golomb g;
@@ -90,7 +91,8 @@ void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags)
         }
         pos = end;
     }
-    seen__run_decode_tags(r, tags);
+    if (tags)
+        seen__run_decode_tags(r, tags);
 }
 
 /* Calls `each(ctx, i, tag)` for the tags of a run of several segments, in

@@ -164,7 +164,7 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
         i = j;
     }
     /* Where each key is now (ranks refer to s->segs). */
-    if ((err = seen__locate(s, kv, u, ns.clock, rank)) != SEEN_OK)
+    if ((err = seen__locate(s, kv, u, ns.clock, false, rank)) != SEEN_OK)
         goto out;
     /* Assign segments in input order, so a capacity's count steps follow
      * arrival. */
@@ -352,7 +352,7 @@ static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, 
             kv[u++] = kv[i];
     for (size_t i = 0; i < u; i++)
         keys[i] = kv[i].key; /* sorted, distinct */
-    if ((err = seen__locate(s, kv, u, ns.clock, rank)) != SEEN_OK)
+    if ((err = seen__locate(s, kv, u, ns.clock, false, rank)) != SEEN_OK)
         goto out;
     size_t gone = 0;
     for (size_t i = 0; i < u; i++)

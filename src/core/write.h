@@ -173,7 +173,8 @@ bool seen__head_alloc(uint64_t **keys, uint32_t **segs, uint32_t cap);
 /* query.c */
 void seen__run_tag_ranks(const seen_set *s, const seen__segment *segs, uint32_t nsegs,
                          int64_t origin, const seen__run *r, int64_t q, int32_t *tr);
-seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t q, int32_t *rank);
+seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t q,
+                      bool presence_only, int32_t *rank);
 seen_err seen__check_strs(const seen_str *items, size_t n);
 
 /* state.c */
