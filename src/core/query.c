@@ -52,10 +52,11 @@ static inline void mark_from(const uint64_t *keys, size_t n, size_t c, uint64_t 
 static seen_err locate_by_values(const seen__run *r, const uint64_t *keys, size_t n,
                                  const int32_t *tr, bool untagged, int32_t *rank)
 {
-    uint64_t *vals = seen__malloc((size_t)r->n * (sizeof *vals + sizeof(uint16_t)));
+    uint64_t *vals = seen__malloc((size_t)r->n * (2 * sizeof *vals + sizeof(uint16_t)));
     if (vals == NULL)
         return SEEN_ERR_NOMEM;
-    uint16_t *tags = (uint16_t *)(void *)(vals + r->n);
+    uint64_t *hits = vals + r->n; /* (candidate << 32) | value, for each value matched */
+    uint16_t *tags = (uint16_t *)(void *)(hits + r->n);
     /* Untagged: every value counts as tag 0 (the caller made tr[0] stand
      * for all of them), and the tags are not decoded. */
     if (untagged)
@@ -64,24 +65,30 @@ static seen_err locate_by_values(const seen__run *r, const uint64_t *keys, size_
     /* vals[i] * d cannot overflow: vals[i] = key / d for some key. */
     const uint64_t d = r->c;
     const uint32_t half = r->n / 2;
-    /* The second half starts from its first value's first candidate. */
-    size_t a = 0, b = lower_bound(keys, n, vals[half] * d);
+    /* First list the values that some candidate matches, without a branch
+     * (about one value in ten: a branch on it mispredicted), then mark
+     * their candidates.  The second half starts from its first value's
+     * first candidate. */
+    size_t a = 0, b = lower_bound(keys, n, vals[half] * d), h = 0;
     for (uint32_t i = 0, j = half; i < half; i++, j++) {
         const uint64_t lo_a = vals[i] * d, lo_b = vals[j] * d;
         a = skip_below(keys, a, lo_a);
         b = skip_below(keys, b, lo_b);
-        const int32_t ka = tr[tags[i]], kb = tr[tags[j]];
-        if (ka >= 0)
-            mark_from(keys, n, a, lo_a, d, ka, rank);
-        if (kb >= 0)
-            mark_from(keys, n, b, lo_b, d, kb, rank);
+        hits[h] = (uint64_t)a << 32 | i;
+        h += (a < n) & (keys[a] - lo_a < d) & (tr[tags[i]] >= 0);
+        hits[h] = (uint64_t)b << 32 | j;
+        h += (b < n) & (keys[b] - lo_b < d) & (tr[tags[j]] >= 0);
     }
     if (r->n & 1) {
         /* The last value, left over by the halves. */
-        const uint64_t lo = vals[r->n - 1] * d;
-        b = skip_below(keys, b, lo);
-        if (tr[tags[r->n - 1]] >= 0)
-            mark_from(keys, n, b, lo, d, tr[tags[r->n - 1]], rank);
+        const uint32_t i = r->n - 1;
+        b = skip_below(keys, b, vals[i] * d);
+        hits[h] = (uint64_t)b << 32 | i;
+        h += b < n && keys[b] - vals[i] * d < d && tr[tags[i]] >= 0;
+    }
+    for (size_t k = 0; k < h; k++) {
+        const uint32_t i = (uint32_t)hits[k];
+        mark_from(keys, n, (size_t)(hits[k] >> 32), vals[i] * d, d, tr[tags[i]], rank);
     }
     seen__free(vals);
     return SEEN_OK;
