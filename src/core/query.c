@@ -29,6 +29,17 @@ static inline size_t skip_below(const uint64_t *keys, size_t c, uint64_t lo)
            (keys[c + 7] < lo);
 }
 
+/* The same four at a time, for walks with at least two values for every
+ * three candidates: most steps pass one key or none, and four compares
+ * cost half of eight (10k/10k in process: 113 -> 110 us). */
+static inline size_t skip_below4(const uint64_t *keys, size_t c, uint64_t lo)
+{
+    while (keys[c + 3] < lo)
+        c += 4;
+    return c + (size_t)(keys[c] < lo) + (keys[c + 1] < lo) + (keys[c + 2] < lo) +
+           (keys[c + 3] < lo);
+}
+
 /* The candidates from keys[c] on that divide to the value whose keys start
  * at lo take segment rank k if it is newer than theirs. */
 static inline void mark_from(const uint64_t *keys, size_t n, size_t c, uint64_t lo, uint64_t d,
@@ -70,15 +81,21 @@ static seen_err locate_by_values(const seen__run *r, const uint64_t *keys, size_
      * their candidates.  The second half starts from its first value's
      * first candidate. */
     size_t a = 0, b = lower_bound(keys, n, vals[half] * d), h = 0;
-    for (uint32_t i = 0, j = half; i < half; i++, j++) {
-        const uint64_t lo_a = vals[i] * d, lo_b = vals[j] * d;
-        a = skip_below(keys, a, lo_a);
-        b = skip_below(keys, b, lo_b);
-        hits[h] = (uint64_t)a << 32 | i;
-        h += (a < n) & (keys[a] - lo_a < d) & (tr[tags[i]] >= 0);
-        hits[h] = (uint64_t)b << 32 | j;
-        h += (b < n) & (keys[b] - lo_b < d) & (tr[tags[j]] >= 0);
+#define WALK_HALVES(skip)                                                                          \
+    for (uint32_t i = 0, j = half; i < half; i++, j++) {                                           \
+        const uint64_t lo_a = vals[i] * d, lo_b = vals[j] * d;                                     \
+        a = skip(keys, a, lo_a);                                                                   \
+        b = skip(keys, b, lo_b);                                                                   \
+        hits[h] = (uint64_t)a << 32 | i;                                                           \
+        h += (a < n) & (keys[a] - lo_a < d) & (tr[tags[i]] >= 0);                                  \
+        hits[h] = (uint64_t)b << 32 | j;                                                           \
+        h += (b < n) & (keys[b] - lo_b < d) & (tr[tags[j]] >= 0);                                  \
     }
+    if (2 * n <= 3 * (size_t)r->n)
+        WALK_HALVES(skip_below4)
+    else
+        WALK_HALVES(skip_below)
+#undef WALK_HALVES
     if (r->n & 1) {
         /* The last value, left over by the halves. */
         const uint32_t i = r->n - 1;
