@@ -68,8 +68,9 @@ static seen_err locate_by_values(const seen__run *r, const uint64_t *keys, size_
         return SEEN_ERR_NOMEM;
     uint64_t *hits = vals + r->n; /* (candidate << 32) | value, for each value matched */
     uint16_t *tags = (uint16_t *)(void *)(hits + r->n);
-    /* Untagged: every value counts as tag 0 (the caller made tr[0] stand
-     * for all of them), and the tags are not decoded. */
+    /* Untagged (the caller asks only whether candidates are seen, and
+     * every segment of the run is alive): the tags are not decoded and
+     * every value counts as tag 0, whose rank is as alive as any. */
     if (untagged)
         memset(tags, 0, (size_t)r->n * sizeof *tags);
     seen__run_decode(r, vals, untagged ? NULL : tags);
