@@ -33,6 +33,31 @@ MARGIN = 512 * 1024
 CYCLE = 120  # seconds
 
 
+def claim_lost_slots(cluster, promoted):
+    """Redis (7.0) can fail over a master that a reshard just gave slots
+    to and leave one of them unclaimed: the other nodes count it as the
+    promoted replica's, the replica does not, and its cluster_state stays
+    fail (observed: the last slot of a 300-slot reshard; compare
+    redis/redis#3122).  The replica holds the slot's keys, so it claims
+    it, as docs/operations.md tells an operator to.  Returns the slots."""
+    mine = cluster.topology(promoted["port"])
+    own = {s for n in mine if "myself" in n["flags"] for lo, hi in n["slots"]
+           for s in range(lo, hi + 1)}
+    served = {s for n in mine if n["role"] == "master" for lo, hi in n["slots"]
+              for s in range(lo, hi + 1)}
+    others = [p for p in cluster.alive_ports() if p != promoted["port"]]
+    theirs = set()
+    for port in others:
+        for n in cluster.topology(port):
+            if n["id"] == promoted["id"]:
+                theirs |= {s for lo, hi in n["slots"] for s in range(lo, hi + 1)}
+    lost = sorted(theirs - own - served)
+    node = cluster.node(promoted["port"])
+    for slot in lost:
+        node.execute_command("CLUSTER", "SETSLOT", slot, "NODE", promoted["id"])
+    return lost
+
+
 class Events(threading.Thread):
     """The cluster's events, in order, each at its moment (or as soon as
     the one before it is done)."""
@@ -103,7 +128,7 @@ class Events(threading.Thread):
         try:
             c.start()  # the old master comes back, as a replica of the new one
         except RuntimeError:
-            lost = self.claim_lost_slots(replica)
+            lost = claim_lost_slots(c, replica)
             if not lost:
                 raise
             c.wait_state_ok(timeout=60)
@@ -111,30 +136,6 @@ class Events(threading.Thread):
         self.squeeze(replica["port"])  # the new master had the config's maxmemory
         return "killed %d; %d promoted after %.1fs; %d back as its replica%s" % (
             victim["port"], replica["port"], promoted, victim["port"], claimed)
-
-    def claim_lost_slots(self, promoted):
-        """Redis (7.0) can fail over a master that a reshard just gave slots
-        to and leave one of them unclaimed: the other nodes count it as the
-        promoted replica's, the replica does not, and its cluster_state stays
-        fail (seen once in CI: slot 11222 of a 300-slot reshard; compare
-        redis/redis#3122).  The replica holds the slot's keys, so it claims
-        it, as docs/operations.md tells an operator to.  Returns the slots."""
-        mine = self.cluster.topology(promoted["port"])
-        own = {s for n in mine if "myself" in n["flags"] for lo, hi in n["slots"]
-               for s in range(lo, hi + 1)}
-        served = {s for n in mine if n["role"] == "master" for lo, hi in n["slots"]
-                  for s in range(lo, hi + 1)}
-        others = [p for p in self.cluster.alive_ports() if p != promoted["port"]]
-        theirs = set()
-        for port in others:
-            for n in self.cluster.topology(port):
-                if n["id"] == promoted["id"]:
-                    theirs |= {s for lo, hi in n["slots"] for s in range(lo, hi + 1)}
-        lost = sorted(theirs - own - served)
-        node = self.cluster.node(promoted["port"])
-        for slot in lost:
-            node.execute_command("CLUSTER", "SETSLOT", slot, "NODE", promoted["id"])
-        return lost
 
 
 def test_mixed_workload_under_maxmemory_and_faults(make_cluster):
@@ -193,7 +194,6 @@ def test_a_slot_left_unclaimed_after_a_failover_is_claimed_back(make_cluster):
     node.execute_command("CLUSTER", "DELSLOTS", slot)
     wait_for(lambda: node.cluster("info")["cluster_state"] == "fail", timeout=10,
              what="the master's cluster_state to turn fail")
-    events = Events(cluster, CYCLE)
-    assert events.claim_lost_slots(master) == [slot]
+    assert claim_lost_slots(cluster, master) == [slot]
     cluster.wait_state_ok(timeout=30)
     assert node.execute_command("SEEN.MFILTER", 1, key, "REPLY", "FLAGS", "ITEMS", "x") == b"1"
