@@ -175,6 +175,14 @@ void seen__run_tag_ranks(const seen_set *s, const seen__segment *segs, uint32_t 
                          int64_t origin, const seen__run *r, int64_t q, int32_t *tr);
 seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t q,
                       bool presence_only, int32_t *rank);
+/* One string item's own errors: a length outside 1..SEEN_MAX_ITEM_LEN,
+ * then a missing pointer. */
+static inline seen_err seen__check_str(const seen_str *item)
+{
+    if (item->len - 1 >= SEEN_MAX_ITEM_LEN) /* 0 wraps around */
+        return SEEN_ERR_ITEM_LEN;
+    return item->ptr == NULL ? SEEN_ERR_ARG : SEEN_OK;
+}
 seen_err seen__check_strs(const seen_str *items, size_t n);
 
 /* state.c */
