@@ -213,12 +213,13 @@ typedef struct seen__kv {
     uint32_t idx;
 } seen__kv;
 
-/* Sort by key (ties in any order).  Needs a temporary buffer of n entries;
- * returns SEEN_ERR_NOMEM without touching `a` if it cannot get one. */
+/* Sort by key, stably (equal keys keep their order).  Needs a temporary
+ * buffer of n entries; returns SEEN_ERR_NOMEM without touching `a` if it
+ * cannot get one. */
 seen_err seen__sort_kv(seen__kv *a, size_t n);
-/* The same for keys spread over all 64 bits (hashes, mixed ids): faster
- * for them, and no slower than seen__sort_kv within a factor of two for any
- * other keys. */
+/* Sort by key (ties in any order), for keys spread over all 64 bits
+ * (hashes, mixed ids): faster for them, and no slower than seen__sort_kv
+ * within a factor of two for any other keys. */
 seen_err seen__sort_hashes(seen__kv *a, size_t n);
 
 /* ------------------------------------------------------------ bit I/O */

@@ -78,6 +78,12 @@ static void mark_unplaced_shadow(const seen_set *s, next_state *ns)
     }
 }
 
+/* Item i's time: its own (capped at now), or now. */
+static inline int64_t item_time(const int64_t *at, size_t i, int64_t now)
+{
+    return at ? (at[i] < now ? at[i] : now) : now;
+}
+
 static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int64_t *at,
                          int64_t now, size_t *added)
 {
@@ -120,7 +126,7 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
     if (!ns.has_origin && n > 0) {
         int64_t lo = INT64_MAX;
         for (size_t i = 0; i < n; i++) {
-            int64_t t = at ? (at[i] < now ? at[i] : now) : now;
+            int64_t t = item_time(at, i, now);
             if (t < lo)
                 lo = t;
         }
@@ -135,7 +141,7 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
                                                                            : SEEN_IMPORT_LAG_MS;
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        int64_t t = at ? (at[i] < now ? at[i] : now) : now;
+        int64_t t = item_time(at, i, now);
         int64_t k = slice_of(s, ns.origin, t);
         slice[i] = k;
         if (t < now - lag)
@@ -148,15 +154,17 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
     }
     if ((err = seen__sort_kv(kv, m)) != SEEN_OK)
         goto out;
-    /* One entry per distinct key: its newest addition, i.e. the newest
-     * slice and, within it, the last in input order (so items between two
-     * occurrences count as older, as they arrived before the second). */
+    /* One entry per distinct key: its newest addition, i.e. the latest
+     * time (and so the newest slice) and, among equal times, the last in
+     * input order (so items between two occurrences count as older, as
+     * they arrived before the second). */
     size_t u = 0;
     for (size_t i = 0; i < m;) {
         size_t j = i, pick = i;
         while (j < m && kv[j].key == kv[i].key) {
             uint32_t a = kv[j].idx, b = kv[pick].idx;
-            if (slice[a] > slice[b] || (slice[a] == slice[b] && a > b))
+            int64_t ta = item_time(at, a, now), tb = item_time(at, b, now);
+            if (ta > tb || (ta == tb && a > b))
                 pick = j;
             j++;
         }
@@ -166,20 +174,40 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
     /* Where each key is now (ranks refer to s->segs). */
     if ((err = seen__locate(s, kv, u, ns.clock, false, rank)) != SEEN_OK)
         goto out;
-    /* Assign segments in input order, so a capacity's count steps follow
-     * arrival. */
-    for (size_t i = 0; i < u; i++)
-        order[i] = (uint32_t)i;
+    /* Assign segments in the items' time order, and in input order among
+     * equal times, so a capacity's count steps follow time within a write
+     * whatever order its items come in: the oldest steps are forgotten
+     * first, and they hold the oldest items. */
     {
-        /* Order the distinct keys by input position. */
         for (size_t i = 0; i < n; i++)
             pos_of[i] = UINT32_MAX;
         for (size_t i = 0; i < u; i++)
             pos_of[kv[i].idx] = (uint32_t)i;
-        size_t w = 0;
-        for (size_t i = 0; i < n; i++)
-            if (pos_of[i] != UINT32_MAX)
-                order[w++] = pos_of[i];
+        seen__kv *by_time = NULL;
+        if (at != NULL && s->policy.capacity && u > 1) {
+            by_time = seen__malloc(u * sizeof *by_time);
+            if (by_time == NULL) {
+                err = SEEN_ERR_NOMEM;
+                goto out;
+            }
+            size_t w = 0;
+            for (size_t i = 0; i < n; i++)
+                if (pos_of[i] != UINT32_MAX)
+                    by_time[w++] = (seen__kv){(uint64_t)item_time(at, i, now), (uint32_t)i};
+            /* Stable: equal times keep input order. */
+            if ((err = seen__sort_kv(by_time, u)) != SEEN_OK) {
+                seen__free(by_time);
+                goto out;
+            }
+            for (size_t k = 0; k < u; k++)
+                order[k] = pos_of[by_time[k].idx];
+            seen__free(by_time);
+        } else {
+            size_t w = 0;
+            for (size_t i = 0; i < n; i++)
+                if (pos_of[i] != UINT32_MAX)
+                    order[w++] = pos_of[i];
+        }
     }
     size_t new_items = 0;
     uint32_t prune_at = ns.nsegs * 2 + 64;

@@ -118,6 +118,25 @@ def test_capacity_keeps_the_newest(r):
     assert flags(r, ["k"], items[:5000]) == b"0" * 5000
 
 
+@pytest.mark.parametrize("window,slices", [("0", 4), ("90d", 4), ("90d", 64)])
+def test_capacity_keeps_the_newest_of_an_import_in_any_order(r, window, slices):
+    """One TIMED write of 1,000 past events, newest first or shuffled (a
+    migration page, a replayed stream): the newest 100 by time stay."""
+    now = server_ms(r)
+    times = [now - 10 * DAY + i * (10 * DAY) // 1000 - 1 for i in range(1000)]
+    for order in ("reverse", "shuffled"):
+        key = "k:%s:%s:%d" % (order, window, slices)
+        idx = list(range(1000))[::-1]
+        if order == "shuffled":
+            random.Random(5).shuffle(idx)
+        r.execute_command("SEEN.RESERVE", key, "WINDOW", window, "SLICES", slices, "CAPACITY",
+                          100, "EXACT")
+        r.execute_command("SEEN.INSERT", key, "TIMED", "BULK",
+                          "\n".join("%d e%d" % (times[i], i) for i in idx))
+        assert flags(r, [key], ["e%d" % i for i in range(900, 1000)]) == b"1" * 100
+        assert r.execute_command("SEEN.COUNT", key) <= 100 + 100 // slices + 1
+
+
 def test_exact_int_sets_have_no_false_positives(r):
     rng = random.Random(11)
     added = rng.sample(range(1, 10 ** 12), 100000)

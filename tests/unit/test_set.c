@@ -205,6 +205,12 @@ static void check_all(const scenario *sc, seen_set *s, model *m, rng *r, int64_t
     }
 }
 
+/* Item i's time as a write takes it: a time past now counts as now. */
+static int64_t item_at(const int64_t *at, size_t i, int64_t now)
+{
+    return at[i] < now ? at[i] : now;
+}
+
 static void run_scenario(const scenario *sc)
 {
     rng r = {test_seed(sc->name, sc->seed)};
@@ -217,6 +223,7 @@ static void run_scenario(const scenario *sc)
     int64_t w = (int64_t)sc->p.window_ms;
     uint64_t *ids = malloc(sc->max_batch * sizeof *ids);
     int64_t *at = malloc(sc->max_batch * sizeof *at);
+    size_t *order = malloc(sc->max_batch * sizeof *order);
     uint8_t *seen = malloc(sc->max_batch);
     for (int op = 0; op < sc->ops; op++) {
         uint64_t dice = rng_below(&r, 100);
@@ -257,8 +264,19 @@ static void run_scenario(const scenario *sc)
                 fail_msg("%s op %d: added %zu, model allows [%zu, %zu]", sc->name, op, added, lo,
                          hi);
             assert_true(added <= hi);
+            /* A write's items arrive in time order (input order among
+             * equal times): that is the order its count steps follow. */
             for (size_t i = 0; i < n; i++)
-                model_add(&m, ids[i], at[i] < now ? at[i] : now, now);
+                order[i] = i;
+            for (size_t i = 1; i < n; i++)
+                for (size_t j = i;
+                     j > 0 && item_at(at, order[j - 1], now) > item_at(at, order[j], now); j--) {
+                    size_t x = order[j];
+                    order[j] = order[j - 1];
+                    order[j - 1] = x;
+                }
+            for (size_t k = 0; k < n; k++)
+                model_add(&m, ids[order[k]], item_at(at, order[k], now), now);
         } else if (dice < 75) {
             check_all(sc, s, &m, &r, now, &ty);
         } else if (dice < 80 && sc->removals) {
@@ -318,6 +336,7 @@ static void run_scenario(const scenario *sc)
             (unsigned long long)ty.must_not, (unsigned long long)ty.fp, seen_bytes(s));
     free(ids);
     free(at);
+    free(order);
     free(seen);
     model_free(&m);
     seen_free(s);
@@ -432,6 +451,54 @@ static void test_capacity_window_approx(void **state)
                    false,
                    false,
                    17};
+    run_scenario(&sc);
+}
+
+/* Capped sets written with past times in any order (AT and per-item
+ * times, as imports and late events bring them): within a write the count
+ * steps follow the items' times, so the newest stay. */
+static void test_capacity_late_exact(void **state)
+{
+    (void)state;
+    scenario sc = {"capacity-late-exact",
+                   policy(0, 4, 0, 100, SEEN_IDS_STR, 128),
+                   1500,
+                   300,
+                   600,
+                   10,
+                   true,
+                   true,
+                   18};
+    run_scenario(&sc);
+}
+
+static void test_capacity_window_late(void **state)
+{
+    (void)state;
+    scenario sc = {"capacity-window-late",
+                   policy(60000, 4, 0, 150, SEEN_IDS_INT, 128),
+                   1500,
+                   300,
+                   800,
+                   300,
+                   true,
+                   true,
+                   19};
+    run_scenario(&sc);
+}
+
+static void test_capacity_window_late_approx(void **state)
+{
+    (void)state;
+    scenario sc = {"capacity-window-late-approx",
+                   policy(60000, 8, 0.01, 200, SEEN_IDS_STR, 16),
+                   1500,
+                   300,
+                   800,
+                   300,
+                   true,
+                   false,
+                   20};
     run_scenario(&sc);
 }
 
@@ -1906,6 +1973,9 @@ int main(void)
         cmocka_unit_test(test_approx_int),
         cmocka_unit_test(test_capacity_exact),
         cmocka_unit_test(test_capacity_window_approx),
+        cmocka_unit_test(test_capacity_late_exact),
+        cmocka_unit_test(test_capacity_window_late),
+        cmocka_unit_test(test_capacity_window_late_approx),
         cmocka_unit_test(test_no_window_approx),
         cmocka_unit_test(test_one_slice_and_many),
         cmocka_unit_test(test_capped_segments_bounded),
