@@ -48,6 +48,13 @@ def test_genuine_payload_restores(r, sample):
 def test_truncated(r, sample):
     body = sample.body()
     for cut in list(range(1, 40)) + list(range(40, len(body) - 1, 997)) + [len(body) - 2]:
+        # Cutting the set's last byte and the EOF marker: Redis reads the
+        # set on into the footer, taking the RDB version's low byte for the
+        # set's last and its high byte (0) for EOF.  When the set ends in
+        # that very byte (one dump in 256: it is a checksum byte), those
+        # are the intact payload's bytes, a valid encoding of the same key.
+        if cut == len(body) - 2 and sample.blob[-1] == sample.rdb_version[0]:
+            continue
         rejected(r, sample.seal(body[:cut]))
     blob = sample.blob
     for cut in (0, 4, 6, 50, 97, 98, 120, len(blob) // 2, len(blob) - 9, len(blob) - 1):
