@@ -1,0 +1,407 @@
+#!/usr/bin/python3
+"""adversary.py — random workloads against a redis-server whose wall clock
+runs fast, checked against an exact model of what each key must answer.
+
+Every key gets a random policy (window 0 to 90 days, 1 to 64 slices, error
+0.01 to 0.0001 or EXACT, a capacity or none, string or integer ids, an
+exact limit), and the run throws at them what production and careless
+clients do: pages of a few items, batches of up to a million, imports with
+AT and TIMED in time order, newest first, shuffled or all at one time and
+spanning up to three windows, deletes, compactions, re-adds, DEBUG RELOAD,
+restarts from RDB and from AOF, and time passing by days between them
+(build/bench/libfastclock.so, LD_PRELOAD).
+
+Checked after each step that asks: no false negatives (an item added at t
+is seen at every q < t + W; with a capacity, the newest C written live are
+kept), items surely forgotten (q >= t + W(1 + 1/S)) and never-added
+candidates reported seen at most at the error rate, no error reply to a
+valid command, the server up and its log free of refused loads.  Commands
+slower than --slow seconds are listed (not failed: a shared machine stalls).
+
+  tests/adversary/adversary.py --seeds 1,2,3 --steps 150     (make test-adversary)
+
+Exit status 1 on the first violation, with the key's policy, its last
+operations and SEEN.INFO.
+"""
+import argparse
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+
+DAY = 86_400_000
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Server:
+    """A redis-server with the module and a fast clock; restarts keep the
+    clock going from where it was."""
+
+    def __init__(self, module, directory, factor):
+        self.module, self.dir, self.factor = module, directory, factor
+        self.proc = None
+        self.last_ms = None
+        self.log_path = os.path.join(directory, "server.log")
+
+    def start(self, aof):
+        self.port = free_port()
+        # REDIS_PRELOAD: a sanitizer runtime the module needs loaded first.
+        preload = [os.environ["REDIS_PRELOAD"]] if os.environ.get("REDIS_PRELOAD") else []
+        preload.append(os.path.join(ROOT, "build", "bench", "libfastclock.so"))
+        env = dict(os.environ, SEEN_FASTCLOCK_FACTOR=str(self.factor), LD_PRELOAD=":".join(preload))
+        if self.last_ms is not None:
+            # The fast clock starts at the real time: carry it on instead.
+            env["SEEN_FASTCLOCK_OFFSET_MS"] = str(self.last_ms - time.time() * 1000 + 1000)
+        log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir,
+             "--save", "", "--appendonly", "yes" if aof else "no", "--appendfsync", "no",
+             "--enable-debug-command", "yes", "--loadmodule", self.module],
+            env=env, stdout=log, stderr=log)
+        log.close()
+        self.c = redis.Redis(port=self.port, socket_timeout=300)
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                self.c.ping()
+                return
+            except redis.exceptions.BusyLoadingError:
+                time.sleep(0.05)
+            except redis.ConnectionError:
+                if self.proc.poll() is not None:
+                    fail("redis-server exited while starting (%s)" % self.log_path)
+                time.sleep(0.05)
+        fail("redis-server did not start in 120 s")
+
+    def now(self):
+        s, us = self.c.time()
+        self.last_ms = s * 1000 + us // 1000
+        return self.last_ms
+
+    def stop(self):
+        self.now()
+        try:
+            self.c.shutdown(nosave=True)
+        except redis.ConnectionError:
+            pass
+        self.proc.wait(timeout=60)
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def fail(msg):
+    print("adversary: FAIL: " + msg, file=sys.stderr)
+    raise SystemExit(1)
+
+
+class Run:
+    def __init__(self, seed, args, directory):
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.args = args
+        self.srv = Server(args.module, directory, args.factor)
+        self.keys = {}
+        self.slow = []
+        self.fp = {}     # key -> [hits, tries]
+        self.uid = 0
+        self.checked = 0
+
+    # ---------------------------------------------------------- commands
+    def cmd(self, *a):
+        key = a[1] if len(a) > 1 else None
+        if key in self.keys:
+            self.keys[key]["log"].append("%s %s (%d args) at %s" % (
+                a[0], " ".join(str(x)[:40] for x in a[2:5]), len(a), self.srv.last_ms))
+        t0 = time.time()
+        try:
+            reply = self.srv.c.execute_command(*a)
+        except redis.ResponseError as e:
+            self.report(key, "error reply %r to %s" % (str(e), " ".join(str(x)[:30] for x in a[:5])))
+        dt = time.time() - t0
+        if dt > self.args.slow:
+            self.slow.append((round(dt, 3), a[0], key, len(a)))
+        return reply
+
+    def report(self, key, what):
+        print("adversary: seed %d: %s" % (self.seed, what), file=sys.stderr)
+        if key in self.keys:
+            k = self.keys[key]
+            print("  key %s policy %s" % (key, k["policy"]), file=sys.stderr)
+            for line in k["log"][-25:]:
+                print("  op " + line, file=sys.stderr)
+            try:
+                print("  SEEN.INFO: %r" % self.srv.c.execute_command("SEEN.INFO", key)[:20],
+                      file=sys.stderr)
+            except redis.RedisError:
+                pass
+        fail("seed %d" % self.seed)
+
+    # ---------------------------------------------------------- the model
+    def make_key(self, capped=False):
+        rng = self.rng
+        name = "k%d" % len(self.keys)
+        window = rng.choice([0, 3_600_000, DAY, 7 * DAY, 30 * DAY, 90 * DAY])
+        slices = rng.choice([1, 2, 4, 4, 8, 16, 64])
+        error = rng.choice(["0.001", "0.01", "EXACT", "0.001", "0.0001"])
+        cap = rng.choice([0, 0, 0, 10, 100, 1000, 5000])
+        if (window == 0 and cap == 0 and rng.random() < 0.5) or (capped and cap == 0):
+            cap = rng.choice([50, 2000])
+        ints = rng.random() < 0.3
+        limit = rng.choice([None, None, 0, 16, 128, 1000])
+        policy = ["WINDOW", window, "SLICES", slices]
+        policy += ["EXACT"] if error == "EXACT" else ["ERROR", error]
+        policy += ["CAPACITY", cap] if cap else []
+        policy += ["IDS", "INT" if ints else "STR"]
+        policy += ["EXACTLIMIT", limit] if limit is not None else []
+        self.keys[name] = dict(W=window, S=slices, error=0.0 if error == "EXACT" else float(error),
+                               cap=cap, ints=ints, items={}, order=0, log=[],
+                               cap_unmodelled=False, policy=" ".join(map(str, policy)))
+        self.cmd("SEEN.RESERVE", name, *policy)
+
+    def new_item(self, k):
+        self.uid += 1
+        if k["ints"]:
+            u = self.uid
+            return self.rng.choice([u, 2_700_000 + u, (1 << 63) + u * 7919, u * 1_000_003])
+        return "i%x-%d" % (self.rng.getrandbits(40), self.uid)
+
+    def record(self, k, item, t, t_hi=None):
+        """Item written at a time from t to t_hi (a live write's time is
+        the server's clock somewhere during the command)."""
+        k["order"] += 1
+        old = k["items"].get(item)
+        if old is None or t >= old[0]:
+            k["items"][item] = (t, k["order"], t if t_hi is None else t_hi)
+
+    def must_see(self, k, q):
+        """Items the key must report seen at a query time up to q."""
+        if k["cap"] and k["cap_unmodelled"]:
+            return []
+        live = [it for it, (t, _, _) in k["items"].items() if k["W"] == 0 or q < t + k["W"]]
+        if k["cap"] and len(k["items"]) > k["cap"]:
+            # The newest C by (time, arrival); at a tie on the boundary time
+            # only the strictly newer ones.
+            ranked = sorted(((t, o, it) for it, (t, o, _) in k["items"].items()), reverse=True)
+            edge = ranked[k["cap"]][0]
+            newest = set(it for t, _, it in ranked[:k["cap"]] if t > edge)
+            live = [it for it in live if it in newest]
+        return live
+
+    def surely_forgotten(self, k, q):
+        if k["W"] == 0:
+            return []
+        late = k["W"] + (k["W"] + k["S"] - 1) // k["S"]
+        return [it for it, (_, _, t_hi) in k["items"].items() if q >= t_hi + late + 1]
+
+    # ---------------------------------------------------------- operations
+    def add_live(self, name, n, reuse=0.1):
+        k = self.keys[name]
+        pool = list(k["items"])
+        items = [self.rng.choice(pool) if pool and self.rng.random() < reuse else self.new_item(k)
+                 for _ in range(n)]
+        t = self.srv.now()
+        if n > 2000 or self.rng.random() < 0.3:
+            self.cmd("SEEN.INSERT", name, "BULK", "\n".join(map(str, items)))
+        else:
+            self.cmd("SEEN.ADD", name, *items)
+        t_hi = self.srv.now()
+        for it in items:
+            self.record(k, it, t, t_hi)
+
+    def add_past(self, name, n):
+        """An import: AT one time, or TIMED in some order, up to three
+        windows back."""
+        k = self.keys[name]
+        # Across writes a capped key orders by slice, then arrival: not
+        # modelled.  A first write is: its items go in time order.
+        if k["items"] or k["log"][1:]:
+            k["cap_unmodelled"] = True
+        now = self.srv.now()
+        span = int((k["W"] or 30 * DAY) * self.rng.choice([0.5, 1, 2, 3]))
+        items = [self.new_item(k) for _ in range(n)]
+        order = self.rng.choice(["time", "reverse", "shuffled", "one"])
+        if order == "one":
+            t = now - self.rng.randrange(span)
+            self.cmd("SEEN.INSERT", name, "AT", t, "BULK", "\n".join(map(str, items)))
+            for it in items:
+                self.record(k, it, t)
+            return
+        times = sorted(now - self.rng.randrange(span) for _ in range(n))
+        if order == "reverse":
+            times.reverse()
+        elif order == "shuffled":
+            self.rng.shuffle(times)
+        self.cmd("SEEN.INSERT", name, "TIMED", "BULK",
+                 "\n".join("%d %s" % (t, it) for t, it in zip(times, items)))
+        for t, it in sorted(zip(times, items), key=lambda x: x[0]):
+            self.record(k, it, t)
+
+    def delete(self, name):
+        k = self.keys[name]
+        if not k["items"]:
+            return
+        gone = self.rng.sample(list(k["items"]), min(len(k["items"]),
+                                                     self.rng.choice([1, 5, 50, 500])))
+        if self.rng.random() < 0.5:
+            self.cmd("SEEN.DEL", name, *gone)
+        else:
+            self.cmd("SEEN.REMOVE", name, "BULK", "\n".join(map(str, gone)))
+        for g in gone:
+            del k["items"][g]
+        # Evictions are permanent: deleting newer items brings none back.
+        k["cap_unmodelled"] = True
+
+    def check(self, name, sample=400):
+        k = self.keys[name]
+        rng = self.rng
+        q_lo = self.srv.now()
+        must = self.must_see(k, q_lo + int(0.05 * self.args.factor))
+        gone = self.surely_forgotten(k, q_lo)
+        must = rng.sample(must, min(sample, len(must)))
+        gone = rng.sample(gone, min(200, len(gone)))
+        fresh = [rng.getrandbits(62) + 5 if k["ints"] else "never-%x" % rng.getrandbits(60)
+                 for _ in range(200)]
+        ask = must + gone + fresh
+        flags = self.cmd("SEEN.MFILTER", 1, name, "REPLY", "FLAGS", "BULK",
+                         "\n".join(map(str, ask))) if ask else b""
+        q_hi = self.srv.now()
+        still = set(self.must_see(k, q_hi))
+        missed = [it for i, it in enumerate(must) if flags[i:i + 1] != b"1" and it in still]
+        if missed:
+            self.report(name, "%d of %d items that must be seen were not (e.g. %r, written at %r,"
+                        " asked between %d and %d)" % (len(missed), len(must), missed[0],
+                                                       k["items"][missed[0]], q_lo, q_hi))
+        self.checked += len(must)
+        hits = flags[len(must):].count(b"1")
+        tally = self.fp.setdefault(name, [0, 0])
+        tally[0] += hits
+        tally[1] += len(gone) + len(fresh)
+
+    def restart(self):
+        c = self.srv.c
+        if self.rng.random() < 0.5:
+            c.save()
+            self.srv.stop()
+            self.srv.start(aof=False)
+            c = self.srv.c
+            c.config_set("appendonly", "yes")
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                p = c.info("persistence")
+                if not p["aof_rewrite_in_progress"] and not p.get("aof_rewrite_scheduled"):
+                    break
+                time.sleep(0.05)
+        else:
+            self.srv.stop()
+            self.srv.start(aof=True)
+
+    def run(self):
+        self.srv.start(aof=True)
+        try:
+            for _ in range(6):
+                self.make_key()
+            started = time.time()
+            for step in range(self.args.steps):
+                if time.time() - started > self.args.max_seconds:
+                    print("adversary: seed %d: time limit after %d steps" % (self.seed, step))
+                    break
+                self.step()
+            for name in self.keys:
+                self.check(name, sample=2000)
+            self.judge_fp()
+            self.srv.stop()
+        finally:
+            self.srv.kill()
+        log = open(self.srv.log_path).read()
+        for bad in ("refusing", "Unrecoverable", "crashed by signal", "ASSERTION", "Bad file format",
+                    "Short read"):
+            if bad in log:
+                fail("seed %d: the server log says %r (%s)" % (self.seed, bad, self.srv.log_path))
+        print("adversary: seed %d: %d keys, %d steps, %d answers checked, %d candidates for"
+              " false positives; slowest commands: %s" % (
+            self.seed, len(self.keys), self.args.steps, self.checked,
+            sum(t for _, t in self.fp.values()),
+            sorted(self.slow, reverse=True)[:3] or "none over %.2f s" % self.args.slow))
+
+    def step(self):
+        rng = self.rng
+        name = rng.choice(list(self.keys))
+        r = rng.random()
+        if r < 0.30:
+            self.add_live(name, rng.choice([1, 5, 20, 20, 20, 100]))
+        elif r < 0.36:
+            self.add_live(name, rng.choice([2000, 20000]), reuse=0.05)
+        elif r < 0.37:
+            self.add_live(name, self.args.huge, reuse=0.0)
+        elif r < 0.49:
+            self.add_past(name, rng.choice([10, 200, 5000, 30000]))
+        elif r < 0.54:
+            self.delete(name)
+        elif r < 0.59:
+            self.cmd("SEEN.COMPACT", name)
+        elif r < 0.74:
+            self.check(name)
+        elif r < 0.77:
+            self.srv.c.execute_command("DEBUG", "RELOAD")
+        elif r < 0.79:
+            self.restart()
+        elif r < 0.81:
+            self.make_key()
+        elif r < 0.83:
+            # A fresh capped key whose first write is an import.
+            self.make_key(capped=True)
+            name = list(self.keys)[-1]
+            self.add_past(name, rng.choice([300, 3000]))
+            self.check(name)
+        elif r < 0.90:
+            time.sleep(rng.choice([0.05, 0.3, 1.0]))  # hours to days pass
+        else:
+            self.add_live(name, 20)
+
+    def judge_fp(self):
+        for name, (hits, tries) in self.fp.items():
+            e = self.keys[name]["error"]
+            allowed = e * tries + 4 * (e * tries) ** 0.5 + 2
+            if hits > allowed:
+                self.report(name, "%d of %d candidates (forgotten or never added) reported seen;"
+                            " the error rate allows about %.0f" % (hits, tries, allowed))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", default="1,2,3", help="comma-separated seeds, one run each")
+    ap.add_argument("--steps", type=int, default=150, help="steps per seed")
+    ap.add_argument("--factor", type=float, default=20000, help="how fast the clock runs")
+    ap.add_argument("--huge", type=int, default=300000, help="items in the largest batch")
+    ap.add_argument("--max-seconds", type=float, default=150, help="per seed, then stop early")
+    ap.add_argument("--slow", type=float, default=0.25, help="list commands slower than this")
+    ap.add_argument("--module", default=os.path.join(ROOT, "build", "seen.so"))
+    args = ap.parse_args()
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        directory = tempfile.mkdtemp(prefix="seen-adversary-")
+        try:
+            Run(seed, args, directory).run()
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
