@@ -27,7 +27,6 @@ import argparse
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,14 +37,8 @@ import redis
 DAY = 86_400_000
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+sys.path.insert(0, os.path.join(ROOT, "tests", "module"))
+from helpers import free_port, server_ms  # noqa: E402  (the module tests' helpers)
 
 
 class Server:
@@ -89,8 +82,7 @@ class Server:
         fail("redis-server did not start in 120 s")
 
     def now(self):
-        s, us = self.c.time()
-        self.last_ms = s * 1000 + us // 1000
+        self.last_ms = server_ms(self.c)
         return self.last_ms
 
     def stop(self):
