@@ -287,20 +287,26 @@ class Run:
         tally[0] += hits
         tally[1] += len(gone) + len(fresh)
 
+    def wait_no_child(self):
+        """Until no RDB save or AOF rewrite runs (SAVE refuses to run
+        beside one; an AOF grown past its limit starts one by itself)."""
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            p = self.srv.c.info("persistence")
+            if not (p["rdb_bgsave_in_progress"] or p["aof_rewrite_in_progress"] or
+                    p.get("aof_rewrite_scheduled")):
+                return
+            time.sleep(0.05)
+        fail("a save or rewrite still running after 120 s")
+
     def restart(self):
-        c = self.srv.c
         if self.rng.random() < 0.5:
-            c.save()
+            self.wait_no_child()
+            self.srv.c.save()
             self.srv.stop()
             self.srv.start(aof=False)
-            c = self.srv.c
-            c.config_set("appendonly", "yes")
-            deadline = time.time() + 120
-            while time.time() < deadline:
-                p = c.info("persistence")
-                if not p["aof_rewrite_in_progress"] and not p.get("aof_rewrite_scheduled"):
-                    break
-                time.sleep(0.05)
+            self.srv.c.config_set("appendonly", "yes")
+            self.wait_no_child()
         else:
             self.srv.stop()
             self.srv.start(aof=True)
@@ -352,6 +358,7 @@ class Run:
         elif r < 0.74:
             self.check(name)
         elif r < 0.77:
+            self.wait_no_child()
             self.srv.c.execute_command("DEBUG", "RELOAD")
         elif r < 0.79:
             self.restart()
@@ -387,12 +394,11 @@ def main():
     ap.add_argument("--slow", type=float, default=0.25, help="list commands slower than this")
     ap.add_argument("--module", default=os.path.join(ROOT, "build", "seen.so"))
     args = ap.parse_args()
+    args.module = os.path.abspath(args.module)  # the server runs in its own directory
     for seed in [int(s) for s in args.seeds.split(",")]:
         directory = tempfile.mkdtemp(prefix="seen-adversary-")
-        try:
-            Run(seed, args, directory).run()
-        finally:
-            shutil.rmtree(directory, ignore_errors=True)
+        Run(seed, args, directory).run()  # on a failure the directory stays, log and all
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 if __name__ == "__main__":
