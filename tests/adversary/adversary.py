@@ -14,9 +14,11 @@ restarts from RDB and from AOF, and time passing by days between them
 Checked after each step that asks: no false negatives (an item added at t
 is seen at every q < t + W; with a capacity, the newest C written live are
 kept; in approximate keys a delete may also take items sharing a deleted
-fingerprint, within the odds commands.md gives), items surely forgotten (q >= t + W(1 + 1/S)) and never-added
-candidates reported seen at most at the error rate, no error reply to a
-valid command, the server up and its log free of refused loads.  Commands
+fingerprint, within the odds commands.md gives), items surely forgotten
+(q >= t + W(1 + 1/S)) and never-added candidates reported seen at most at
+the error rate (never, in EXACT keys, whose SEEN.COUNT must also lie
+between what they must see and what they may still hold), no error reply
+to a valid command, the server up and its log free of refused loads.  Commands
 slower than --slow seconds are listed (not failed: a shared machine stalls).
 
   tests/adversary/adversary.py --seeds 1,2,3 --steps 150     (make test-adversary)
@@ -116,6 +118,7 @@ class Run:
         self.fp = {}     # key -> [hits, tries]
         self.uid = 0
         self.checked = 0
+        self.counted = 0
 
     # ---------------------------------------------------------- commands
     def cmd(self, *a):
@@ -148,7 +151,9 @@ class Run:
         fail("seed %d" % self.seed)
 
     # ---------------------------------------------------------- the model
-    def make_key(self, capped=False):
+    def make_key(self, capped=False, exact=None):
+        """A key of a random policy; `capped` forces a capacity, `exact`
+        (True or False) EXACT or an error rate with no capacity."""
         rng = self.rng
         name = "k%d" % len(self.keys)
         window = rng.choice([0, 3_600_000, DAY, 7 * DAY, 30 * DAY, 90 * DAY])
@@ -157,6 +162,9 @@ class Run:
         cap = rng.choice([0, 0, 0, 10, 100, 1000, 5000])
         if (window == 0 and cap == 0 and rng.random() < 0.5) or (capped and cap == 0):
             cap = rng.choice([50, 2000])
+        if exact is not None:
+            error = "EXACT" if exact else rng.choice(["0.01", "0.001"])
+            cap = 0
         ints = rng.random() < 0.3
         limit = rng.choice([None, None, 0, 16, 128, 1000])
         policy = ["WINDOW", window, "SLICES", slices]
@@ -290,9 +298,25 @@ class Run:
                                                        k["items"][missed[0]], q_lo, q_hi))
         self.checked += len(must)
         hits = flags[len(must):].count(b"1")
+        if k["error"] == 0 and hits:
+            self.report(name, "an EXACT key reported %d forgotten or never-added items seen" % hits)
         tally = self.fp.setdefault(name, [0, 0])
         tally[0] += hits
         tally[1] += len(gone) + len(fresh)
+        if k["error"] == 0 and not k["cap"]:
+            self.check_count(name, k)
+
+    def check_count(self, name, k):
+        """An EXACT key without a cap counts at least the items it must
+        still see and at most those not surely forgotten."""
+        q_lo = self.srv.now()
+        count = self.cmd("SEEN.COUNT", name)
+        q_hi = self.srv.now()
+        least = len(self.must_see(k, q_hi))
+        most = len(k["items"]) - len(self.surely_forgotten(k, q_lo))
+        self.counted += 1
+        if not least <= count <= most:
+            self.report(name, "SEEN.COUNT %d, outside [%d, %d]" % (count, least, most))
 
     def wait_no_child(self):
         """Until no RDB save or AOF rewrite runs (SAVE refuses to run
@@ -321,7 +345,12 @@ class Run:
     def run(self):
         self.srv.start(aof=True)
         try:
-            for _ in range(6):
+            # Every run holds at least an EXACT key, an approximate one and
+            # a capped one without a window, whatever the dice say later.
+            self.make_key(exact=True)
+            self.make_key(exact=False)
+            self.make_key(capped=True)
+            for _ in range(3):
                 self.make_key()
             started = time.time()
             for step in range(self.args.steps):
@@ -341,9 +370,9 @@ class Run:
             if bad in log:
                 fail("seed %d: the server log says %r (%s)" % (self.seed, bad, self.srv.log_path))
         print("adversary: seed %d: %d keys, %d steps, %d answers checked, %d candidates for"
-              " false positives; slowest commands: %s" % (
+              " false positives, %d counts; slowest commands: %s" % (
             self.seed, len(self.keys), self.args.steps, self.checked,
-            sum(t for _, t in self.fp.values()),
+            sum(t for _, t in self.fp.values()), self.counted,
             sorted(self.slow, reverse=True)[:3] or "none over %.2f s" % self.args.slow))
 
     def step(self):
