@@ -34,6 +34,10 @@
  * bucket_w carries its low bits, and its payload has no index (its samples
  * are rebuilt on load). */
 #define FORMAT_V4 4u
+/* Version 5 is version 4 and, in a set with a capacity, each segment's
+ * item-time range (seen__span) after its step number: clock - hi (zigzag)
+ * and hi - lo.  A set without a capacity is written as version 4. */
+#define FORMAT_V5 5u
 #define V4_USUAL_WINDOW_MS UINT64_C(7776000000) /* 90 days */
 #define V4_USUAL_SLICES 4u
 #define V4_USUAL_ERROR 0.001
@@ -187,10 +191,18 @@ static void write_payload(wbuf *w, const seen__run *r)
     }
 }
 
-/* The version a set is written in by default, and the oldest that can
- * hold it (2; 3 for a run only version 3 allows; 4 for an Elias-Fano
- * run). */
-#define FORMAT_WRITTEN FORMAT_V4
+/* The newest version written, the version a set is written in by
+ * default (5 for a set with a capacity, whose segments' time ranges only
+ * version 5 keeps, else 4), and the oldest that can hold it (2; 3 for a
+ * run only version 3 allows; 4 for an Elias-Fano run).  A capped set
+ * written in an older version loses its ranges, and places later items as
+ * if each step's range were everything up to its newest item. */
+#define FORMAT_WRITTEN FORMAT_V5
+
+static unsigned default_version(const seen_set *s)
+{
+    return s->policy.capacity ? FORMAT_V5 : FORMAT_V4;
+}
 
 static unsigned oldest_version(const seen_set *s)
 {
@@ -255,7 +267,7 @@ static void write_all(const seen_set *s, wbuf *w, unsigned version)
 {
     put(w, FORMAT_MAGIC, 4);
     put_u16(w, (uint16_t)version);
-    write_header_varint(s, w, version == FORMAT_V4);
+    write_header_varint(s, w, version >= FORMAT_V4);
     put_uv(w, s->next_seg_id);
     put_uv(w, s->nsegs);
     put_uv(w, s->nruns);
@@ -268,6 +280,12 @@ static void write_all(const seen_set *s, wbuf *w, unsigned version)
         put_uv(w, g->shadow);
         put_uv(w, (uint64_t)g->id << 1 | g->dropped);
         put_uv(w, g->seq);
+        if (version >= FORMAT_V5 && s->policy.capacity) {
+            const seen__span *spans = seen__set_spans(s);
+            seen__span sp = spans ? spans[i] : (seen__span){0, s->newest};
+            put_zz(w, s->clock - sp.hi);
+            put_uv(w, (uint64_t)(sp.hi - sp.lo));
+        }
     }
     for (uint32_t h = 0; h < s->head_n; h++) {
         put_u64(w, s->head_keys[h]);
@@ -328,12 +346,14 @@ seen_err seen__serialize_as(const seen_set *s, unsigned version, uint8_t *buf, s
 
 size_t seen_serialized_size(const seen_set *s)
 {
-    return seen__serialized_size_as(s, FORMAT_WRITTEN);
+    return s ? seen__serialized_size_as(s, default_version(s)) : 0;
 }
 
 seen_err seen_serialize(const seen_set *s, uint8_t *buf, size_t cap, size_t *written)
 {
-    return seen__serialize_as(s, FORMAT_WRITTEN, buf, cap, written);
+    if (s == NULL)
+        return SEEN_ERR_ARG;
+    return seen__serialize_as(s, default_version(s), buf, cap, written);
 }
 
 /* ---------------------------------------------------------------- reader */
@@ -570,7 +590,7 @@ static double get_error(rbuf *r, bool raw)
 static seen_err read_header_varint(rbuf *rb, seen_set *s, uint8_t *ids)
 {
     seen_policy *p = &s->policy;
-    bool v4 = rb->version == FORMAT_V4;
+    bool v4 = rb->version >= FORMAT_V4;
     uint64_t flags = get_uv(rb);
     if (flags & ~(uint64_t)(v4 ? V4_FLAGS_KNOWN : V2_FLAGS_KNOWN))
         return CORRUPT;
@@ -615,13 +635,13 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
     uint16_t version = get_u16(rb);
     if (rb->short_read)
         return SEEN_ERR_FORMAT_TRUNCATED;
-    if (version < FORMAT_V1 || version > FORMAT_V4)
+    if (version < FORMAT_V1 || version > FORMAT_V5)
         return SEEN_ERR_FORMAT_VERSION;
     rb->version = version;
     /* Everything else is covered by the checksum: check it before trusting
      * any length. */
     size_t header_min = version == FORMAT_V1   ? V1_HEADER_BYTES
-                        : version == FORMAT_V4 ? V4_HEADER_MIN_BYTES
+                        : version >= FORMAT_V4 ? V4_HEADER_MIN_BYTES
                                                : V2_HEADER_MIN_BYTES;
     if (rb->len < header_min + CHECKSUM_BYTES)
         return SEEN_ERR_FORMAT_TRUNCATED;
@@ -685,11 +705,13 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
         return SEEN_ERR_FORMAT_TRUNCATED;
 
     if (nsegs) {
-        s->segs = seen__malloc(nsegs * sizeof *s->segs);
+        s->segs = seen__malloc(seen__segs_block_bytes(s, nsegs));
         ix->e = seen__malloc(nsegs * sizeof *ix->e);
         if (s->segs == NULL || ix->e == NULL)
             return SEEN_ERR_NOMEM;
     }
+    /* A capped set's spans follow its segments in their block. */
+    seen__span *spans = p->capacity && nsegs ? (seen__span *)(void *)(s->segs + nsegs) : NULL;
     int64_t prev_slice = 0;
     for (uint32_t i = 0; i < nsegs; i++) {
         seen__segment *g = &s->segs[i];
@@ -712,6 +734,17 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
             g->id = id >> 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(id >> 1);
             g->seq = get_uv(rb);
         }
+        /* The item-time range: stored in version 5 (capped sets); else
+         * unknown, taken as everything up to the set's newest item, which
+         * places later items by count alone, as before ranges were kept. */
+        seen__span span = {0, s->newest};
+        if (version >= FORMAT_V5 && p->capacity) {
+            span.hi = time_from(rb, s->clock, -1);
+            uint64_t width = get_uv(rb);
+            span.lo = width > (uint64_t)SEEN_MAX_TIME_MS ? -1 : span.hi - (int64_t)width;
+        }
+        if (spans)
+            spans[i] = span;
         g->phys = 0; /* recounted from the runs and head below */
         s->nsegs = i + 1;
         if (rb->short_read)
@@ -721,7 +754,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
         int64_t max_slice = s->slice_ms ? SEEN_MAX_TIME_MS / (int64_t)s->slice_ms + 1 : 0;
         if (g->dropped > 1 || (g->dropped && g->shadow) || g->id >= s->next_seg_id ||
             g->shadow > SEEN_MAX_COUNT || g->slice < -max_slice || g->slice > max_slice ||
-            g->seq > SEEN_MAX_SEQ)
+            g->seq > SEEN_MAX_SEQ || !time_ok(span.lo) || !time_ok(span.hi) || span.lo > span.hi)
             return CORRUPT;
         if (i > 0) {
             const seen__segment *q = &s->segs[i - 1];

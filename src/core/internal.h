@@ -538,6 +538,13 @@ typedef struct seen__segment {
     uint8_t dropped; /* forgotten by the capacity rule */
 } seen__segment;
 
+/* The oldest and newest item times a segment took: a capped set places
+ * items among its count steps by them.  Kept beside the segment table (same
+ * positions) by capped sets only, so no other set pays for them. */
+typedef struct seen__span {
+    int64_t lo, hi;
+} seen__span;
+
 /* Items whose newest addition is in segment g: what capacity counts. */
 static inline uint64_t seen__seg_items(const seen__segment *g)
 {
@@ -558,7 +565,8 @@ struct seen_set {
     int64_t hwm_clock;
     uint32_t next_seg_id;
     uint8_t has_origin;
-    seen__segment *segs; /* age order */
+    seen__segment *segs; /* age order; with a capacity, the block goes on
+                            with each segment's seen__span (seen__set_spans) */
     uint32_t nsegs;
     uint32_t nruns;
     seen__run *runs;     /* oldest first: main, then recent */
@@ -566,6 +574,20 @@ struct seen_set {
     uint32_t *head_segs; /* ... and their segment ids (same block) */
     uint32_t head_n, head_cap;
 };
+
+/* A capped set's segment spans: right after its segments, in their block
+ * (so the set's own struct, in its allocation class, does not grow); NULL
+ * for a set without a capacity. */
+static inline seen__span *seen__set_spans(const seen_set *s)
+{
+    return s->policy.capacity && s->segs ? (seen__span *)(void *)(s->segs + s->nsegs) : NULL;
+}
+
+/* Bytes of a set's segment block: its segments, and their spans if capped. */
+static inline size_t seen__segs_block_bytes(const seen_set *s, uint32_t nsegs)
+{
+    return (size_t)nsegs * (sizeof(seen__segment) + (s->policy.capacity ? sizeof(seen__span) : 0));
+}
 
 /* The key an item is stored under: strings hashed, ints mixed unless the
  * set is exact. */

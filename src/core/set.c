@@ -159,10 +159,10 @@ seen_err seen_copy(const seen_set *s, seen_set **out)
     c->head_segs = NULL;
     c->nsegs = c->nruns = c->head_n = c->head_cap = 0;
     if (s->nsegs) {
-        c->segs = seen__malloc(s->nsegs * sizeof *c->segs);
+        c->segs = seen__malloc(seen__segs_block_bytes(s, s->nsegs));
         if (c->segs == NULL)
             goto fail;
-        memcpy(c->segs, s->segs, s->nsegs * sizeof *c->segs);
+        memcpy(c->segs, s->segs, seen__segs_block_bytes(s, s->nsegs));
         c->nsegs = s->nsegs;
     }
     if (s->head_n) {
@@ -196,7 +196,7 @@ size_t seen_bytes(const seen_set *s)
     if (s == NULL)
         return 0;
     size_t b = seen__alloc_size((void *)s, sizeof *s);
-    b += seen__alloc_size(s->segs, s->nsegs * sizeof *s->segs);
+    b += seen__alloc_size(s->segs, seen__segs_block_bytes(s, s->nsegs));
     b += seen__alloc_size(s->runs, s->nruns * sizeof *s->runs);
     b +=
         seen__alloc_size(s->head_keys, (size_t)s->head_cap * (sizeof(uint64_t) + sizeof(uint32_t)));
@@ -313,7 +313,8 @@ seen_err seen__set_check(const seen_set *s)
         return SEEN_ERR_ARG;
     for (uint32_t i = 0; i < s->nsegs; i++) {
         const seen__segment *g = &s->segs[i];
-        if (g->shadow > g->phys || (g->dropped && g->shadow) || g->id >= s->next_seg_id)
+        if (g->shadow > g->phys || (g->dropped && g->shadow) || g->id >= s->next_seg_id ||
+            (seen__set_spans(s) && seen__set_spans(s)[i].lo > seen__set_spans(s)[i].hi))
             return CORRUPT;
         if (i > 0 && seg_age_cmp(&s->segs[i - 1], g) >= 0)
             return CORRUPT;

@@ -9,6 +9,7 @@
 void seen__next_discard(const seen_set *s, next_state *ns)
 {
     seen__free(ns->segs);
+    seen__free(ns->spans);
     seen__free(ns->seg_map);
     if (ns->head_fresh)
         seen__free(ns->hkeys);
@@ -41,11 +42,24 @@ seen_err seen__next_begin(const seen_set *s, next_state *ns, int64_t now, size_t
     ns->hwm_clock = s->hwm_clock;
     ns->next_seg_id = s->next_seg_id;
     ns->segs_cap = s->nsegs + (uint32_t)(extra_segs < 16 ? extra_segs : 16) + 1;
-    ns->segs = seen__malloc(ns->segs_cap * sizeof *ns->segs);
+    /* With room for a capped set's spans, so the commit can put them after
+     * the segments without allocating. */
+    ns->segs = seen__malloc(seen__segs_block_bytes(s, ns->segs_cap));
     if (ns->segs == NULL)
         return SEEN_ERR_NOMEM;
     if (s->nsegs)
         memcpy(ns->segs, s->segs, s->nsegs * sizeof *s->segs);
+    if (s->policy.capacity) {
+        ns->spans = seen__malloc(ns->segs_cap * sizeof *ns->spans);
+        if (ns->spans == NULL) {
+            seen__free(ns->segs);
+            ns->segs = NULL;
+            return SEEN_ERR_NOMEM;
+        }
+        const seen__span *from = seen__set_spans(s);
+        for (uint32_t i = 0; i < s->nsegs; i++)
+            ns->spans[i] = from ? from[i] : (seen__span){0, s->newest};
+    }
     ns->nsegs = s->nsegs;
     ns->hkeys = s->head_keys;
     ns->hsegs = s->head_segs;
@@ -132,7 +146,16 @@ static bool next_segs_reserve(next_state *ns)
     if (ns->nsegs < ns->segs_cap)
         return true;
     uint32_t cap = ns->segs_cap * 2 + 4;
-    seen__segment *g = seen__realloc(ns->segs, cap * sizeof *g);
+    if (ns->spans) {
+        /* Grown first: if the table then cannot grow, a larger span block
+         * beside it does no harm. */
+        seen__span *sp = seen__realloc(ns->spans, cap * sizeof *sp);
+        if (sp == NULL)
+            return false;
+        ns->spans = sp;
+    }
+    seen__segment *g =
+        seen__realloc(ns->segs, (size_t)cap * (sizeof *g + (ns->spans ? sizeof(seen__span) : 0)));
     if (g == NULL)
         return false;
     ns->segs = g;
@@ -158,19 +181,37 @@ uint64_t seen__next_live_items(const seen_set *s, const next_state *ns)
     return total;
 }
 
-/* The segment new items of `slice` go to: the newest one of that slice, or
- * a new one when there is none or (with a capacity) it is full.  Returns its
- * index in ns->segs, or -1 when out of memory. */
-int32_t seen__open_segment(const seen_set *s, next_state *ns, int64_t slice)
+/* A new segment of `slice` with the range [t, t], placed in the table
+ * after position `after` (-1: before the slice's first segment); the
+ * slice's steps are numbered again in table order.  Its index, or -1 when
+ * out of memory. */
+static int32_t insert_segment(next_state *ns, int64_t slice, int32_t after, int64_t t)
 {
-    int32_t newest = -1;
+    if (!next_segs_reserve(ns))
+        return -1;
+    uint32_t at = 0;
+    if (after >= 0)
+        at = (uint32_t)after + 1;
+    else
+        while (at < ns->nsegs && ns->segs[at].slice < slice)
+            at++;
+    memmove(&ns->segs[at + 1], &ns->segs[at], (ns->nsegs - at) * sizeof *ns->segs);
+    ns->segs[at] = (seen__segment){.slice = slice, .id = ns->next_seg_id++};
+    if (ns->spans) {
+        memmove(&ns->spans[at + 1], &ns->spans[at], (ns->nsegs - at) * sizeof *ns->spans);
+        ns->spans[at] = (seen__span){t, t};
+    }
+    ns->nsegs++;
+    uint64_t seq = 0;
     for (uint32_t i = 0; i < ns->nsegs; i++)
-        if (ns->segs[i].slice == slice && (newest < 0 || ns->segs[i].seq > ns->segs[newest].seq))
-            newest = (int32_t)i;
-    uint64_t step = seg_step(s);
-    if (newest >= 0 && !ns->segs[newest].dropped &&
-        (step == 0 || seen__seg_items(&ns->segs[newest]) < step))
-        return newest;
+        if (ns->segs[i].slice == slice)
+            ns->segs[i].seq = seq++;
+    return (int32_t)at;
+}
+
+/* A new segment after the newest of `slice` (`newest`, -1 if none). */
+static int32_t append_segment(next_state *ns, int64_t slice, int32_t newest, int64_t t)
+{
     if (!next_segs_reserve(ns))
         return -1;
     if (newest >= 0 && ns->segs[newest].seq >= SEEN_MAX_SEQ) {
@@ -192,8 +233,74 @@ int32_t seen__open_segment(const seen_set *s, next_state *ns, int64_t slice)
         at--;
     memmove(&ns->segs[at + 1], &ns->segs[at], (ns->nsegs - at) * sizeof g);
     ns->segs[at] = g;
+    if (ns->spans) {
+        memmove(&ns->spans[at + 1], &ns->spans[at], (ns->nsegs - at) * sizeof *ns->spans);
+        ns->spans[at] = (seen__span){t, t};
+    }
     ns->nsegs++;
     return (int32_t)at;
+}
+
+/*
+ * The segment an item of `slice` written at time t goes to.  Without a
+ * capacity: the slice's newest segment.  With one, the slice's live count
+ * steps keep disjoint time ranges in step order where they can, so that
+ * the oldest step the capacity rule forgets holds the oldest items: the
+ * item joins the step whose range holds t, or a neighbour of the gap t
+ * falls in, while it has room; else a new step takes its place in that
+ * order.  A full step whose range holds t cannot be split (items keep no
+ * times), so the new step follows it: only there do steps overlap.  An
+ * item newer than everything (every live write) goes to the newest step,
+ * or a new one after it.  Returns an index in ns->segs, or -1 when out of
+ * memory; the caller widens the range to t.
+ */
+int32_t seen__open_segment(const seen_set *s, next_state *ns, int64_t slice, int64_t t)
+{
+    int32_t newest = -1;
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        if (ns->segs[i].slice == slice && (newest < 0 || ns->segs[i].seq > ns->segs[newest].seq))
+            newest = (int32_t)i;
+    uint64_t step = seg_step(s);
+    if (step == 0 || ns->spans == NULL) {
+        if (newest >= 0 && !ns->segs[newest].dropped &&
+            (step == 0 || seen__seg_items(&ns->segs[newest]) < step))
+            return newest;
+        return append_segment(ns, slice, newest, t);
+    }
+    /* The slice's live steps, in table (= step) order: the last one whose
+     * range starts at or before t, and the first. */
+    int32_t first = -1, at = -1;
+    for (uint32_t i = 0; i < ns->nsegs; i++) {
+        const seen__segment *g = &ns->segs[i];
+        if (g->slice != slice || g->dropped)
+            continue;
+        if (first < 0)
+            first = (int32_t)i;
+        if (ns->spans[i].lo <= t)
+            at = (int32_t)i;
+    }
+    if (first < 0)
+        return append_segment(ns, slice, newest, t);
+    if (at < 0) {
+        /* Older than every live step. */
+        if (seen__seg_items(&ns->segs[first]) < step)
+            return first;
+        return insert_segment(ns, slice, first - 1, t);
+    }
+    if (seen__seg_items(&ns->segs[at]) < step)
+        return at;
+    /* The live step after `at`, if any. */
+    int32_t next = -1;
+    for (uint32_t i = (uint32_t)at + 1; i < ns->nsegs && ns->segs[i].slice == slice; i++)
+        if (!ns->segs[i].dropped) {
+            next = (int32_t)i;
+            break;
+        }
+    if (next < 0)
+        return append_segment(ns, slice, newest, t);
+    if (t > ns->spans[at].hi && seen__seg_items(&ns->segs[next]) < step)
+        return next;
+    return insert_segment(ns, slice, at, t);
 }
 
 /* The capacity rule: forget the oldest segment while the newer ones alone
@@ -225,8 +332,11 @@ void seen__next_drop_unreferenced(const seen_set *s, next_state *ns)
     (void)s;
     uint32_t w = 0;
     for (uint32_t i = 0; i < ns->nsegs; i++)
-        if (ns->segs[i].phys > 0)
+        if (ns->segs[i].phys > 0) {
+            if (ns->spans)
+                ns->spans[w] = ns->spans[i];
             ns->segs[w++] = ns->segs[i];
+        }
     ns->nsegs = w;
 }
 
@@ -281,12 +391,17 @@ void seen__commit_next(seen_set *s, next_state *ns)
     seen__free(s->segs);
     if (ns->nsegs) {
         /* Shrink the table to its size (it is small; a failed shrink just
-         * keeps the larger block). */
-        seen__segment *g =
-            ns->segs_cap > ns->nsegs ? seen__realloc(ns->segs, ns->nsegs * sizeof *g) : NULL;
+         * keeps the larger block), with a capped set's spans after it. */
+        if (ns->spans)
+            memcpy(ns->segs + ns->nsegs, ns->spans, ns->nsegs * sizeof *ns->spans);
+        seen__free(ns->spans);
+        seen__segment *g = ns->segs_cap > ns->nsegs
+                               ? seen__realloc(ns->segs, seen__segs_block_bytes(s, ns->nsegs))
+                               : NULL;
         s->segs = g ? g : ns->segs;
     } else {
         seen__free(ns->segs);
+        seen__free(ns->spans);
         s->segs = NULL;
     }
     s->nsegs = ns->nsegs;
@@ -340,6 +455,13 @@ static seen_err next_coalesce(const seen_set *s, next_state *ns)
         uint64_t items = seen__seg_items(g);
         if (acc >= 0 && live && ns->segs[acc].slice == g->slice && acc_items + items <= step) {
             map[i] = acc;
+            if (ns->spans) {
+                seen__span *a = &ns->spans[acc];
+                if (ns->spans[i].lo < a->lo)
+                    a->lo = ns->spans[i].lo;
+                if (ns->spans[i].hi > a->hi)
+                    a->hi = ns->spans[i].hi;
+            }
             ns->segs[acc].shadow += g->shadow;
             g->shadow = 0;
             acc_items += items;

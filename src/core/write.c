@@ -213,7 +213,8 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
     uint32_t prune_at = ns.nsegs * 2 + 64;
     for (size_t oi = 0; oi < u; oi++) {
         size_t i = order[oi];
-        int32_t t = seen__open_segment(s, &ns, slice[kv[i].idx]);
+        int64_t when = item_time(at, kv[i].idx, now);
+        int32_t t = seen__open_segment(s, &ns, slice[kv[i].idx], when);
         if (t < 0) {
             err = SEEN_ERR_NOMEM;
             goto out;
@@ -236,6 +237,13 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
             new_items++;
         }
         target->phys++;
+        if (ns.spans) {
+            seen__span *sp = &ns.spans[t];
+            if (when < sp->lo)
+                sp->lo = when;
+            if (when > sp->hi)
+                sp->hi = when;
+        }
         if (unmarked)
             mark_unplaced_shadow(s, &ns);
         if (!seen__next_head_push(&ns, kv[i].key, target->id)) {

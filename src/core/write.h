@@ -99,6 +99,7 @@ static inline seen_err check_time(int64_t t)
  */
 typedef struct next_state {
     seen__segment *segs;
+    seen__span *spans; /* with a capacity, beside segs (same capacity) */
     uint32_t nsegs, segs_cap;
     uint64_t *hkeys;
     uint32_t *hsegs;
@@ -192,7 +193,7 @@ bool seen__next_head_push(next_state *ns, uint64_t key, uint32_t seg);
 bool seen__next_head_prune(const seen_set *s, next_state *ns);
 void seen__next_expire(const seen_set *s, next_state *ns);
 uint64_t seen__next_live_items(const seen_set *s, const next_state *ns);
-int32_t seen__open_segment(const seen_set *s, next_state *ns, int64_t slice);
+int32_t seen__open_segment(const seen_set *s, next_state *ns, int64_t slice, int64_t t);
 void seen__apply_capacity(const seen_set *s, next_state *ns);
 void seen__next_drop_unreferenced(const seen_set *s, next_state *ns);
 void seen__update_hwm(const seen_set *s, next_state *ns);

@@ -137,6 +137,33 @@ def test_capacity_keeps_the_newest_of_an_import_in_any_order(r, window, slices):
         assert r.execute_command("SEEN.COUNT", key) <= 100 + 100 // slices + 1
 
 
+@pytest.mark.parametrize("window,slices", [("0", 4), ("90d", 4), ("0", 64)])
+def test_capacity_keeps_the_newest_whatever_order_the_writes_come_in(r, window, slices):
+    """Live items then a backfill of older ones, or pages of past events
+    newest page first, reloaded from RDB between writes: the newest 100 by
+    time stay."""
+    now = server_ms(r)
+    times = [now - 10 * DAY + i * (10 * DAY) // 1000 for i in range(1000)]
+    pages = [list(range(p, p + 50)) for p in range(0, 1000, 50)]
+    for order in ("backfill", "newest-first"):
+        key = "k:%s:%s:%d" % (order, window, slices)
+        r.execute_command("SEEN.RESERVE", key, "WINDOW", window, "SLICES", slices, "CAPACITY",
+                          100, "EXACT")
+        if order == "backfill":
+            r.execute_command("SEEN.ADD", key, *["live%d" % i for i in range(100)])
+            newest = ["live%d" % i for i in range(100)]
+        else:
+            pages.reverse()
+            newest = ["e%d" % i for i in range(900, 1000)]
+        for n, page in enumerate(pages):
+            r.execute_command("SEEN.INSERT", key, "TIMED", "BULK",
+                              "\n".join("%d e%d" % (times[i], i) for i in page))
+            if n % 5 == 4:
+                r.execute_command("DEBUG", "RELOAD")
+        assert flags(r, [key], newest) == b"1" * 100
+        assert r.execute_command("SEEN.COUNT", key) <= 100 + 100 // slices + 1
+
+
 def test_exact_int_sets_have_no_false_positives(r):
     rng = random.Random(11)
     added = rng.sample(range(1, 10 ** 12), 100000)

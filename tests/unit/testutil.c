@@ -286,23 +286,26 @@ void model_remove(model *m, uint64_t id)
 }
 
 /*
- * The set orders items for its capacity by (time slice, arrival); the model
- * knows times, not slice boundaries, which lie within slice_ms of a time.
- * So y may be newer than x if it is later in time, or close in time and
- * arrived later; it surely is if a whole slice later, or not earlier and
- * arrived later.  (Without a window every item is in one slice.)
+ * The set orders items for its capacity by time slice, and within a slice
+ * by count steps that keep to time order except where an item's time falls
+ * inside a full step's range (it then goes to a new step after it).  The
+ * model knows times, not slice boundaries, which lie within slice_ms of a
+ * time.  So y may be newer than x if it is later in time, or arrived later
+ * (and, with a window, is close in time); it surely is if a whole slice
+ * later, or not earlier and arrived later.  Without a window every item is
+ * in one slice.
  */
 static bool maybe_newer(const model *m, const model_item *y, const model_item *x)
 {
     if (m->slice_ms == 0)
-        return y->seq_hi > x->seq;
+        return y->t_maybe > x->t_maybe || y->seq_hi > x->seq;
     return y->t_maybe > x->t_maybe || (y->t_maybe > x->t_maybe - m->slice_ms && y->seq_hi > x->seq);
 }
 
 static bool surely_newer(const model *m, const model_item *y, const model_item *x)
 {
     if (m->slice_ms == 0)
-        return y->seq > x->seq_hi;
+        return y->t_maybe >= x->t_maybe && y->seq > x->seq_hi;
     return y->t_maybe >= x->t_maybe + m->slice_ms ||
            (y->t_maybe >= x->t_maybe && y->seq > x->seq_hi);
 }
