@@ -17,7 +17,8 @@ kept; in approximate keys a delete may also take items sharing a deleted
 fingerprint, within the odds commands.md gives), items surely forgotten
 (q >= t + W(1 + 1/S)) and never-added candidates reported seen at most at
 the error rate (never, in EXACT keys, whose SEEN.COUNT must also lie
-between what they must see and what they may still hold), no error reply
+between what they must see and what they may still hold, and within a
+capacity's bound), no error reply
 to a valid command, the server up and its log free of refused loads.  Commands
 slower than --slow seconds are listed (not failed: a shared machine stalls).
 
@@ -303,17 +304,20 @@ class Run:
         tally = self.fp.setdefault(name, [0, 0])
         tally[0] += hits
         tally[1] += len(gone) + len(fresh)
-        if k["error"] == 0 and not k["cap"]:
+        if k["error"] == 0:
             self.check_count(name, k)
 
     def check_count(self, name, k):
-        """An EXACT key without a cap counts at least the items it must
-        still see and at most those not surely forgotten."""
+        """An EXACT key counts at least the items it must still see and at
+        most those not surely forgotten; with a cap C, at most C and one
+        count step (commands.md: about C (1 + 1/S))."""
         q_lo = self.srv.now()
         count = self.cmd("SEEN.COUNT", name)
         q_hi = self.srv.now()
         least = len(self.must_see(k, q_hi))
         most = len(k["items"]) - len(self.surely_forgotten(k, q_lo))
+        if k["cap"]:
+            most = min(most, k["cap"] + (k["cap"] + k["S"] - 1) // k["S"])
         self.counted += 1
         if not least <= count <= most:
             self.report(name, "SEEN.COUNT %d, outside [%d, %d]" % (count, least, most))
