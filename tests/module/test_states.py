@@ -2,10 +2,11 @@
 back: histories migrated from legacy ZSETs and SETs spanning one to three
 windows, AT imports in every order, re-add storms and huge batches on capped
 keys, the capped EXACT INT fold, a burst far past a light history's plan,
-and a small capped key whose fingerprints collide as ids are added again.  After each workload the answers and
-bytes of every key must survive DEBUG RELOAD, a restart from RDB, a restart
-from AOF, a replica's full sync and DUMP/RESTORE; nothing may be refused and
-the server must stay up.  (make test-module-san runs this file against the
+a small capped key whose fingerprints collide as ids are added again, and
+capped keys backfilled after live writes (their steps' time ranges).  After
+each workload the answers and bytes of every key must survive DEBUG RELOAD,
+a restart from RDB, a restart from AOF, a replica's full sync and
+DUMP/RESTORE; nothing may be refused and the server must stay up.  (make test-module-san runs this file against the
 module built with ASan and UBSan.)"""
 import os
 import random
@@ -222,6 +223,22 @@ def write_everything(server, tmp_path):
         if "c%d" % i not in recent:
             recent.append("c%d" % i)
     w.expect("collide", recent[:8])
+
+    # Capped keys fed live items and then a backfill of older events in
+    # shuffled pages: their count steps keep item-time ranges (format
+    # version 5), which every path below must carry, or the next write
+    # after a reload would place items wrongly.
+    for name, policy in (("capped-backfill", ("WINDOW", "0", "SLICES", "8")),
+                         ("capped-backfill-w", ("WINDOW", "30d", "SLICES", "4"))):
+        c.execute_command("SEEN.RESERVE", name, "CAPACITY", 200, "EXACT", *policy)
+        live = ["%s-live%d" % (name, i) for i in range(200)]
+        c.execute_command("SEEN.ADD", name, *live)
+        pages = [list(range(p, p + 100)) for p in range(0, 2000, 100)]
+        rng.shuffle(pages)
+        for page in pages:
+            c.execute_command("SEEN.INSERT", name, "TIMED", "BULK", "\n".join(
+                "%d %s-old%d" % (now - 20 * DAY + i * (10 * DAY) // 2000, name, i) for i in page))
+        w.expect(name, live)
 
     # Removes from large keys.
     c.execute_command("SEEN.REMOVE", "imp:time", "ITEMS", *w.keys["imp:time"][0][:50])
