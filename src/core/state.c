@@ -395,6 +395,7 @@ void seen__commit_next(seen_set *s, next_state *ns)
         if (ns->spans)
             memcpy(ns->segs + ns->nsegs, ns->spans, ns->nsegs * sizeof *ns->spans);
         seen__free(ns->spans);
+        ns->spans = NULL;
         seen__segment *g = ns->segs_cap > ns->nsegs
                                ? seen__realloc(ns->segs, seen__segs_block_bytes(s, ns->nsegs))
                                : NULL;
@@ -402,6 +403,7 @@ void seen__commit_next(seen_set *s, next_state *ns)
     } else {
         seen__free(ns->segs);
         seen__free(ns->spans);
+        ns->spans = NULL;
         s->segs = NULL;
     }
     s->nsegs = ns->nsegs;
