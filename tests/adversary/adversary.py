@@ -4,10 +4,12 @@ runs fast, checked against an exact model of what each key must answer.
 
 Every key gets a random policy (window 0 to 90 days, 1 to 64 slices, error
 0.01 to 0.0001 or EXACT, a capacity or none, string or integer ids, an
-exact limit), and the run throws at them what production and careless
-clients do: pages of a few items, batches of up to a million, imports with
-AT and TIMED in time order, newest first, shuffled or all at one time and
-spanning up to three windows, deletes, compactions, re-adds, DEBUG RELOAD,
+exact limit, the module's own key expiry or not), and the run throws at
+them what production and careless clients do: pages of a few items,
+batches of up to 300,000 (--huge), imports with AT and TIMED in time order,
+newest first, shuffled or all at one time and spanning up to three
+windows, deletes, compactions, re-adds, DUMP/RESTORE copies, keys that
+expire themselves and are made again by the next write, DEBUG RELOAD,
 restarts from RDB and from AOF, and time passing by days between them
 (build/bench/libfastclock.so, LD_PRELOAD).
 
@@ -173,9 +175,16 @@ class Run:
         policy += ["CAPACITY", cap] if cap else []
         policy += ["IDS", "INT" if ints else "STR"]
         policy += ["EXACTLIMIT", limit] if limit is not None else []
+        # The module's own key expiry (a TTL at forget-all-at): a key must
+        # not vanish while it holds anything it must still see.
+        expiry = bool(window) and rng.random() < 0.3
+        policy += ["EXPIRY", "ON"] if expiry else []
         self.keys[name] = dict(W=window, S=slices, error=0.0 if error == "EXACT" else float(error),
                                cap=cap, ints=ints, items={}, order=0, log=[], lost=0.0,
-                               cap_unmodelled=False, policy=" ".join(map(str, policy)))
+                               cap_unmodelled=False, policy=" ".join(map(str, policy)),
+                               # A key that expired is made again by the next
+                               # write: with its policy, as a client would.
+                               remake=policy if expiry else [])
         self.cmd("SEEN.RESERVE", name, *policy)
 
     def new_item(self, k):
@@ -220,8 +229,8 @@ class Run:
         items = [self.rng.choice(pool) if pool and self.rng.random() < reuse else self.new_item(k)
                  for _ in range(n)]
         t = self.srv.now()
-        if n > 2000 or self.rng.random() < 0.3:
-            self.cmd("SEEN.INSERT", name, "BULK", "\n".join(map(str, items)))
+        if n > 2000 or self.rng.random() < 0.3 or k["remake"]:
+            self.cmd("SEEN.INSERT", name, *k["remake"], "BULK", "\n".join(map(str, items)))
         else:
             self.cmd("SEEN.ADD", name, *items)
         t_hi = self.srv.now()
@@ -242,7 +251,8 @@ class Run:
         order = self.rng.choice(["time", "reverse", "shuffled", "one"])
         if order == "one":
             t = now - self.rng.randrange(span)
-            self.cmd("SEEN.INSERT", name, "AT", t, "BULK", "\n".join(map(str, items)))
+            self.cmd("SEEN.INSERT", name, "AT", t, *k["remake"], "BULK",
+                     "\n".join(map(str, items)))
             for it in items:
                 self.record(k, it, t)
             return
@@ -251,7 +261,7 @@ class Run:
             times.reverse()
         elif order == "shuffled":
             self.rng.shuffle(times)
-        self.cmd("SEEN.INSERT", name, "TIMED", "BULK",
+        self.cmd("SEEN.INSERT", name, "TIMED", *k["remake"], "BULK",
                  "\n".join("%d %s" % (t, it) for t, it in zip(times, items)))
         for t, it in sorted(zip(times, items), key=lambda x: x[0]):
             self.record(k, it, t)
@@ -321,6 +331,25 @@ class Run:
         self.counted += 1
         if not least <= count <= most:
             self.report(name, "SEEN.COUNT %d, outside [%d, %d]" % (count, least, most))
+
+    def copy(self, name):
+        """DUMP a key and RESTORE it under a new name: the copy answers as
+        the key does, and lives on as a key of its own."""
+        k = self.keys[name]
+        dump = self.srv.c.dump(name)
+        if dump is None:
+            return  # expired with everything it held
+        copy = "k%d" % len(self.keys)
+        ttl = self.srv.c.pttl(name)
+        self.srv.c.restore(copy, ttl if ttl > 0 else 0, dump)
+        probe = self.rng.sample(list(k["items"]), min(300, len(k["items"])))
+        probe += ["copy-probe-%d" % i if not k["ints"] else 10 ** 15 + i for i in range(100)]
+        body = "\n".join(map(str, probe))
+        a = self.cmd("SEEN.MFILTER", 1, name, "REPLY", "FLAGS", "BULK", body)
+        b = self.srv.c.execute_command("SEEN.MFILTER", 1, copy, "REPLY", "FLAGS", "BULK", body)
+        if a != b:
+            self.report(name, "a RESTOREd copy answers otherwise than its key")
+        self.keys[copy] = dict(k, items=dict(k["items"]), log=["RESTORE of %s" % name])
 
     def wait_no_child(self):
         """Until no RDB save or AOF rewrite runs (SAVE refuses to run
@@ -410,6 +439,8 @@ class Run:
             name = list(self.keys)[-1]
             self.add_past(name, rng.choice([300, 3000]))
             self.check(name)
+        elif r < 0.85:
+            self.copy(name)
         elif r < 0.90:
             time.sleep(rng.choice([0.05, 0.3, 1.0]))  # hours to days pass
         else:
