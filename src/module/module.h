@@ -47,7 +47,7 @@ typedef struct seen_key {
                                  at most SEEN_PACK_MAX_BYTES_LIMIT */
     uint64_t flags : 1;       /* SEEN_KEY_* (validated before they get here) */
     uint64_t listed : 1;      /* touched by the current command */
-    uint64_t split : 1;       /* packed bytes in two blocks (type.c) */
+    uint64_t split : 1;       /* packed bytes in a chain of blocks (type.c) */
 } seen_key;
 
 extern RedisModuleType *seen_type;

@@ -41,21 +41,36 @@ _Static_assert(SEEN_KEY_FLAGS_ALL == 1, "the key's flags fit their one bit");
 /* ------------------------------------------------------------ packed bytes */
 
 /*
- * Packed bytes rest in one block, or in two where one block would be
- * rounded up by much: the allocator's classes are a quarter apart, so at a
- * few KB 2,100 bytes take 2,560.  Then the first block is of the class
- * below (2,048): it starts with the address of the second and holds the
- * bytes that fit after it, and a small second block holds the rest.  The
- * first block's size tells where the bytes divide, so nothing else is
- * kept.
+ * Packed bytes rest in one block, or in a chain of up to CHAIN_MAX blocks
+ * where one block would be rounded up by much: the allocator's classes are
+ * a quarter apart, so at a few KB 2,100 bytes take 2,560, and a second
+ * block for what passes 2,048 may itself round 330 bytes up to 384.  Every
+ * block but the last is exactly of its class, starts with the address of
+ * the next and holds the bytes that fit after it; the last holds the rest.
+ * A block before the last is of a class below the bytes still to come, and
+ * the last holds them all, so the blocks' sizes and the length tell where
+ * the bytes divide: nothing else is kept.
  */
 
-/* A split saves at least this much, or the bytes stay in one block. */
-#define SPLIT_MIN_SAVING 64
+/* Blocks in a chain, at most. */
+#define CHAIN_MAX 4
+/* Each block a chain adds saves at least this much, or it is not added. */
+#define BLOCK_MIN_SAVING 8
 
-/* The class below the one of `size` bytes in jemalloc's sequence (four
- * classes per doubling, 16 bytes apart up to 128); a guess, checked after
+/* jemalloc's class for `size` bytes (8, then 16 apart up to 128, then four
+ * per doubling), and the class below it; guesses, checked after
  * allocating. */
+static size_t class_of(size_t size)
+{
+    if (size <= 8)
+        return 8;
+    if (size <= 128)
+        return (size + 15) & ~(size_t)15;
+    unsigned log = 63 - (unsigned)__builtin_clzll((unsigned long long)(size - 1));
+    size_t step = (size_t)1 << (log - 2);
+    return (size + step - 1) & ~(step - 1);
+}
+
 static size_t class_below(size_t size)
 {
     if (size <= 128)
@@ -64,66 +79,129 @@ static size_t class_below(size_t size)
     return size - ((size_t)1 << (log - 2));
 }
 
-static uint8_t *second_block(const uint8_t *first)
+static uint8_t *next_block(const uint8_t *block)
 {
     uint8_t *b;
-    memcpy(&b, first, sizeof b);
+    memcpy(&b, block, sizeof b);
     return b;
 }
 
-/* Memory the packed bytes hold. */
-static size_t packed_size(const uint8_t *body, bool split)
+/* Whether `block` holds all of the `left` bytes still to come. */
+static bool last_block(const uint8_t *block, size_t left)
 {
-    size_t b = RedisModule_MallocSize((void *)body);
-    return split ? b + RedisModule_MallocSize(second_block(body)) : b;
+    return RedisModule_MallocSize((void *)block) >= left;
 }
 
-static void packed_free(uint8_t *body, bool split)
+/* Memory the packed bytes (len of them) hold. */
+static size_t packed_size(const uint8_t *body, size_t len, bool split)
 {
-    if (split)
-        RedisModule_Free(second_block(body));
-    RedisModule_Free(body);
+    size_t held = 0, left = len;
+    const uint8_t *b = body;
+    while (split && !last_block(b, left)) {
+        size_t size = RedisModule_MallocSize((void *)b);
+        held += size;
+        left -= size - sizeof(uint8_t *);
+        b = next_block(b);
+    }
+    return held + RedisModule_MallocSize((void *)b);
+}
+
+static void packed_free(uint8_t *body, size_t len, bool split)
+{
+    size_t left = len;
+    uint8_t *b = body;
+    while (split && !last_block(b, left)) {
+        uint8_t *next = next_block(b);
+        left -= RedisModule_MallocSize(b) - sizeof(uint8_t *);
+        RedisModule_Free(b);
+        b = next;
+    }
+    RedisModule_Free(b);
+}
+
+/* The least memory `left` bytes take in at most `blocks` blocks, charging
+ * BLOCK_MIN_SAVING for each block past the first; sizes[] gets the classes
+ * of the blocks before the last (*n of them). */
+static size_t plan_chain(size_t left, unsigned blocks, size_t *sizes, unsigned *n)
+{
+    size_t whole = class_of(left), first = class_below(whole);
+    *n = 0;
+    if (blocks <= 1 || first <= sizeof(uint8_t *) || first >= left)
+        return whole;
+    size_t rest_sizes[CHAIN_MAX];
+    unsigned rest_n;
+    size_t rest = plan_chain(left - (first - sizeof(uint8_t *)), blocks - 1, rest_sizes, &rest_n);
+    if (first + rest + BLOCK_MIN_SAVING >= whole)
+        return whole;
+    sizes[0] = first;
+    memcpy(sizes + 1, rest_sizes, rest_n * sizeof *sizes);
+    *n = rest_n + 1;
+    return first + rest + BLOCK_MIN_SAVING;
 }
 
 /* The bytes of `one` (len of them, in one block, taken over) as they rest:
- * in two blocks where that saves memory (*split), else as they are. */
+ * in a chain of blocks where that saves memory (*split), else as they
+ * are. */
 static uint8_t *packed_rest(uint8_t *one, size_t len, bool *split)
 {
     *split = false;
-    size_t whole = RedisModule_MallocSize(one);
-    size_t first = class_below(whole);
-    if (whole < len + SPLIT_MIN_SAVING || first <= sizeof(uint8_t *) ||
-        first - sizeof(uint8_t *) >= len)
+    size_t sizes[CHAIN_MAX];
+    unsigned n;
+    plan_chain(len, CHAIN_MAX, sizes, &n);
+    if (n == 0)
         return one;
-    size_t part = first - sizeof(uint8_t *);
-    uint8_t *a = RedisModule_Alloc(first);
-    uint8_t *b = RedisModule_Alloc(len - part);
-    /* The first block must be exactly its class: its size marks the cut. */
-    if (RedisModule_MallocSize(a) != first ||
-        first + RedisModule_MallocSize(b) + SPLIT_MIN_SAVING > whole) {
-        RedisModule_Free(a);
-        RedisModule_Free(b);
+    uint8_t *blocks[CHAIN_MAX];
+    size_t left = len, held = 0;
+    unsigned made = 0;
+    bool fits = true;
+    for (; made < n && fits; made++) {
+        blocks[made] = RedisModule_Alloc(sizes[made]);
+        /* Its size marks the cut: exactly its class, below what is left. */
+        size_t size = RedisModule_MallocSize(blocks[made]);
+        fits = size == sizes[made] && size < left;
+        held += size;
+        left -= sizes[made] - sizeof(uint8_t *);
+    }
+    if (fits) {
+        blocks[made] = RedisModule_Alloc(left);
+        held += RedisModule_MallocSize(blocks[made]);
+        made++;
+    }
+    if (!fits || held + BLOCK_MIN_SAVING > RedisModule_MallocSize(one)) {
+        while (made > 0)
+            RedisModule_Free(blocks[--made]);
         return one;
     }
-    memcpy(a, &b, sizeof b);
-    memcpy(a + sizeof b, one, part);
-    memcpy(b, one + part, len - part);
+    const uint8_t *from = one;
+    for (unsigned i = 0; i < n; i++) {
+        size_t part = sizes[i] - sizeof(uint8_t *);
+        memcpy(blocks[i], &blocks[i + 1], sizeof(uint8_t *));
+        memcpy(blocks[i] + sizeof(uint8_t *), from, part);
+        from += part;
+    }
+    memcpy(blocks[n], from, len - (size_t)(from - one));
     RedisModule_Free(one);
     *split = true;
-    return a;
+    return blocks[0];
 }
 
 /* The packed bytes in one piece: the body itself, or (*owned: free it) a
- * copy joining its two blocks. */
+ * copy joining its blocks. */
 static const uint8_t *packed_join(const uint8_t *body, size_t len, bool split, bool *owned)
 {
     *owned = split;
     if (!split)
         return body;
-    size_t part = RedisModule_MallocSize((void *)body) - sizeof(uint8_t *);
     uint8_t *joined = RedisModule_Alloc(len);
-    memcpy(joined, body + sizeof(uint8_t *), part);
-    memcpy(joined + part, second_block(body), len - part);
+    size_t at = 0;
+    const uint8_t *b = body;
+    while (!last_block(b, len - at)) {
+        size_t part = RedisModule_MallocSize((void *)b) - sizeof(uint8_t *);
+        memcpy(joined + at, b + sizeof(uint8_t *), part);
+        at += part;
+        b = next_block(b);
+    }
+    memcpy(joined + at, b, len - at);
     return joined;
 }
 
@@ -219,7 +297,7 @@ void seen_key_changed(seen_key *k)
     if (t == NULL) {
         touch(k);
     } else if (t->packed) {
-        packed_free(t->packed, t->packed_split);
+        packed_free(t->packed, t->packed_len, t->packed_split);
         t->packed = NULL;
     }
 }
@@ -242,8 +320,8 @@ static void pack(seen_key *k)
     }
     bool split;
     bytes = packed_rest(bytes, len, &split);
-    if (packed_size(bytes, split) >= seen_bytes(set)) {
-        packed_free(bytes, split);
+    if (packed_size(bytes, len, split) >= seen_bytes(set)) {
+        packed_free(bytes, len, split);
         return;
     }
     k->body = bytes;
@@ -258,8 +336,9 @@ static size_t resting_bytes(const seen_key *k, const touched_key *t)
 {
     size_t b = RedisModule_MallocSize((void *)k);
     if (t && t->packed)
-        return b + packed_size(t->packed, t->packed_split);
-    return b + (k->packed_len ? packed_size(k->body, k->split) : seen_bytes(k->body));
+        return b + packed_size(t->packed, t->packed_len, t->packed_split);
+    return b +
+           (k->packed_len ? packed_size(k->body, k->packed_len, k->split) : seen_bytes(k->body));
 }
 
 static void account(seen_key *k, int64_t now, const touched_key *t)
@@ -303,11 +382,11 @@ void seen_key_free(seen_key *k)
     touched_key *t = touched_entry(k);
     if (t) {
         if (t->packed)
-            packed_free(t->packed, t->packed_split);
+            packed_free(t->packed, t->packed_len, t->packed_split);
         *t = touched[--ntouched];
     }
     if (k->packed_len)
-        packed_free(k->body, k->split);
+        packed_free(k->body, k->packed_len, k->split);
     else
         seen_free(k->body);
     RedisModule_Free(k);
@@ -340,7 +419,7 @@ seen_err seen_key_deserialize(const uint8_t *buf, size_t len, seen_set **out)
 }
 
 /* The key's serialized set: its packed bytes (*owned false, unless they
- * rest in two blocks), or made now (*owned true: free it). */
+ * rest in a chain of blocks), or made now (*owned true: free it). */
 static const uint8_t *stored_bytes(const seen_key *k, size_t *len, bool *owned)
 {
     const touched_key *t = touched_entry(k);
