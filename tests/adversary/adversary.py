@@ -10,8 +10,11 @@ batches of up to 300,000 (--huge), imports with AT and TIMED in time order,
 newest first, shuffled or all at one time and spanning up to three
 windows, deletes, compactions, re-adds, DUMP/RESTORE copies, keys that
 expire themselves and are made again by the next write, DEBUG RELOAD,
-restarts from RDB and from AOF, and time passing by days between them
-(build/bench/libfastclock.so, LD_PRELOAD).
+restarts from RDB and from AOF (the AOF rewritten now and then, its
+SEEN.LOAD commands cut into chunks as small as 1 KB), the resting form's
+threshold moved under the keys (seen.pack-max-bytes from 0 to 64 KB), and
+time passing by days between them (build/bench/libfastclock.so,
+LD_PRELOAD).
 
 Checked after each step that asks: no false negatives (an item added at t
 is seen at every q < t + W; with a capacity, the newest C written live are
@@ -363,6 +366,21 @@ class Run:
             time.sleep(0.05)
         fail("a save or rewrite still running after 120 s")
 
+    def turn_knobs(self):
+        """Move the resting form's threshold under the keys, and rewrite
+        the AOF in chunks of some size, which the next restart from AOF
+        then loads."""
+        rng = self.rng
+        c = self.srv.c
+        c.config_set("seen.pack-max-bytes", rng.choice([0, 256, 2048, 8192, 8192, 65536]))
+        if rng.random() < 0.5:
+            self.wait_no_child()
+            c.config_set("seen.aof-chunk", rng.choice([1024, 4096, 65536, 64 << 20]))
+            # Without the RDB preamble the rewrite is commands: SEEN.LOAD.
+            c.config_set("aof-use-rdb-preamble", rng.choice(["no", "no", "yes"]))
+            c.bgrewriteaof()
+            self.wait_no_child()
+
     def restart(self):
         if self.rng.random() < 0.5:
             self.wait_no_child()
@@ -441,6 +459,8 @@ class Run:
             self.check(name)
         elif r < 0.85:
             self.copy(name)
+        elif r < 0.87:
+            self.turn_knobs()
         elif r < 0.90:
             time.sleep(rng.choice([0.05, 0.3, 1.0]))  # hours to days pass
         else:
