@@ -11,6 +11,11 @@
  * The compaction is replicated (and written to the AOF) as
  * SEEN.COMPACT key NOW <ms>, so replicas and replays build the same bytes.
  *
+ * Nothing is compacted while clients are paused (CLIENT PAUSE, FAILOVER,
+ * a manual cluster failover, a SHUTDOWN waiting for replicas): the data
+ * must then stand still, and Redis stops the server if a timer replicates
+ * a write.  The keys wait for the pause to end.
+ *
  * A key that comes back from an RDB file or an AOF at start-up still
  * holding an import (the server stopped within the delay) is noted too, and
  * compacted the delay after loading ends: a restart does not leave it exact
@@ -26,6 +31,9 @@
 #include <string.h>
 
 #define PENDING_MAX 65536u
+/* While clients are paused, how often the timer looks whether they still
+ * are. */
+#define PAUSED_RETRY_MS 100
 
 typedef struct pending_key {
     int db;
@@ -138,6 +146,14 @@ static void compact_due(RedisModuleCtx *ctx, void *data)
     int64_t now = RedisModule_Milliseconds();
     int flags = RedisModule_GetContextFlags(ctx);
     bool master = (flags & REDISMODULE_CTX_FLAGS_MASTER) != 0;
+    if (master && RedisModule_AvoidReplicaTraffic()) {
+        /* Clients are paused (CLIENT PAUSE, FAILOVER, a manual cluster
+         * failover, a SHUTDOWN waiting for its replicas): the data must
+         * stand still, and Redis stops the server if anything is
+         * replicated.  Every key stays due; look again shortly. */
+        arm_timer(ctx, now + PAUSED_RETRY_MS);
+        return;
+    }
     size_t keep = 0;
     int64_t next_due = INT64_MAX;
     for (size_t i = 0; i < npending; i++) {

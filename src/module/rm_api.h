@@ -225,6 +225,7 @@ typedef struct RedisModuleCommandInfo {
     X(RedisModuleTimerID, CreateTimer,                                                             \
       (RedisModuleCtx * ctx, long long period, RedisModuleTimerProc callback, void *data))         \
     X(long long, Milliseconds, (void))                                                             \
+    X(int, AvoidReplicaTraffic, (void))                                                            \
     X(RedisModuleScanCursor *, ScanCursorCreate, (void))                                           \
     X(void, ScanCursorDestroy, (RedisModuleScanCursor * cursor))                                   \
     X(int, Scan,                                                                                   \

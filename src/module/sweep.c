@@ -67,8 +67,12 @@ static void tick(RedisModuleCtx *ctx, void *data)
     (void)data;
     RedisModule_CreateTimer(ctx, SWEEP_TICK_MS, tick, NULL);
     int flags = RedisModule_GetContextFlags(ctx);
-    /* Replicas apply their master's SEEN.COMPACT. */
-    if (!(flags & REDISMODULE_CTX_FLAGS_MASTER) || (flags & REDISMODULE_CTX_FLAGS_LOADING))
+    /* Replicas apply their master's SEEN.COMPACT.  While clients are paused
+     * (CLIENT PAUSE, FAILOVER, a manual cluster failover, a SHUTDOWN
+     * waiting for its replicas) the data must stand still, and Redis stops
+     * the server if anything is replicated: the sweep waits. */
+    if (!(flags & REDISMODULE_CTX_FLAGS_MASTER) || (flags & REDISMODULE_CTX_FLAGS_LOADING) ||
+        RedisModule_AvoidReplicaTraffic())
         return;
     int64_t start = monotonic_us();
     int64_t now = RedisModule_Milliseconds();

@@ -4,6 +4,7 @@ after its last write, by SEEN.COMPACT, or by the next live write.  The
 compaction reaches replicas and the AOF as SEEN.COMPACT key NOW ms, so every
 copy holds the same bytes."""
 import random
+import time
 
 import pytest
 
@@ -176,3 +177,30 @@ def test_idle_key_drops_forgotten_slices(make_server):
     assert m.execute_command("SEEN.MFILTER", 1, "idle", "REPLY", "FLAGS", "ITEMS",
                              *kept) == b"1" * len(kept)
     same_on_replica_and_replay(master, m, s, "idle")
+
+
+def test_nothing_is_written_while_clients_are_paused(make_server):
+    # CLIENT PAUSE WRITE (like FAILOVER, a manual cluster failover and a
+    # SHUTDOWN waiting for its replicas) must find the data standing still:
+    # Redis stops the server if a timer replicates a write meanwhile.  An
+    # import's compaction and the sweep wait for the pause to end.  One
+    # transaction, so neither timer runs between the writes and the pause.
+    master, m, s = master_and_replica(make_server)
+    now = server_ms(m)
+    write_then_fall_idle(m, "idle", now)
+    tx = m.pipeline(transaction=True)
+    tx.execute_command("SEEN.INSERT", "imp", "AT", now - 5 * DAY, "ITEMS",
+                       *["imp-%d" % i for i in range(500)])
+    tx.execute_command("CLIENT", "PAUSE", 2500, "WRITE")
+    tx.execute()
+    time.sleep(2.0)  # both timers are due within this
+    assert m.ping()
+    assert info_map(m.execute_command("SEEN.INFO", "imp"))["encoding"] == b"exact"
+    held, live = held_entries(m, "idle")
+    assert held > live
+    # Once the pause ends, both happen, and reach the replica and the AOF.
+    wait_compacted(m, "imp")
+    wait_for(lambda: held_entries(m, "idle")[0] == held_entries(m, "idle")[1], timeout=10,
+             what="the sweep to drop the forgotten slice")
+    m = same_on_replica_and_replay(master, m, s, "imp")
+    assert s.dump("idle") == m.dump("idle")
