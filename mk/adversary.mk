@@ -3,8 +3,9 @@
 # of up to 300,000, imports in any time order over several windows,
 # deletes, compactions, reloads, restarts from RDB and AOF) against a
 # redis-server whose clock runs 20,000 times fast, each answer checked
-# against an exact model (tests/adversary/adversary.py).  Part of
-# `make test`: test-adversary, six seeds of 150 steps (~45 s), and
+# against an exact model and each value against a replica's
+# (tests/adversary/adversary.py).  Part of
+# `make test`: test-adversary, six seeds of 150 steps (~35 s), and
 # test-adversary-san, two more seeds with the module under ASan+UBSan
 # (~15 s).  A longer hunt:
 #   make test-adversary ADVERSARY_ARGS='--seeds 1,2,3,4,5,6,7,8 --steps 1000 --max-seconds 600'

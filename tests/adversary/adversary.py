@@ -14,7 +14,8 @@ restarts from RDB and from AOF (the AOF rewritten now and then, its
 SEEN.LOAD commands cut into chunks as small as 1 KB), the resting form's
 threshold moved under the keys (seen.pack-max-bytes from 0 to 64 KB), and
 time passing by days between them (build/bench/libfastclock.so,
-LD_PRELOAD).
+LD_PRELOAD).  A replica follows the server throughout (--no-replica to
+leave it out), restarted beside it on its clock.
 
 Checked after each step that asks: no false negatives (an item added at t
 is seen at every q < t + W; with a capacity, the newest C written live are
@@ -23,7 +24,9 @@ fingerprint, within the odds commands.md gives), items surely forgotten
 (q >= t + W(1 + 1/S)) and never-added candidates reported seen at most at
 the error rate (never, in EXACT keys, whose SEEN.COUNT must also lie
 between what they must see and what they may still hold, and within a
-capacity's bound), no error reply
+capacity's bound), every key's value on the replica the same as on the
+server once it has caught up (DEBUG DIGEST-VALUE: the compaction timer's
+and the sweep's writes are replicated too), no error reply
 to a valid command, the server up and its log free of refused loads.  Commands
 slower than --slow seconds are listed (not failed: a shared machine stalls).
 
@@ -55,12 +58,13 @@ class Server:
     clock going from where it was."""
 
     def __init__(self, module, directory, factor):
+        os.makedirs(directory, exist_ok=True)
         self.module, self.dir, self.factor = module, directory, factor
         self.proc = None
         self.last_ms = None
         self.log_path = os.path.join(directory, "server.log")
 
-    def start(self, aof):
+    def start(self, aof, extra=()):
         self.port = free_port()
         # REDIS_PRELOAD: a sanitizer runtime the module needs loaded first.
         preload = [os.environ["REDIS_PRELOAD"]] if os.environ.get("REDIS_PRELOAD") else []
@@ -73,7 +77,7 @@ class Server:
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir,
              "--save", "", "--appendonly", "yes" if aof else "no", "--appendfsync", "no",
-             "--enable-debug-command", "yes", "--loadmodule", self.module],
+             "--enable-debug-command", "yes", *extra, "--loadmodule", self.module],
             env=env, stdout=log, stderr=log)
         log.close()
         self.c = redis.Redis(port=self.port, socket_timeout=300)
@@ -119,12 +123,16 @@ class Run:
         self.seed = seed
         self.args = args
         self.srv = Server(args.module, directory, args.factor)
+        self.replica = None
+        if args.replica:
+            self.replica = Server(args.module, os.path.join(directory, "replica"), args.factor)
         self.keys = {}
         self.slow = []
         self.fp = {}     # key -> [hits, tries]
         self.uid = 0
         self.checked = 0
         self.counted = 0
+        self.replicated = 0  # keys compared with the replica
 
     # ---------------------------------------------------------- commands
     def cmd(self, *a):
@@ -381,6 +389,51 @@ class Run:
             c.bgrewriteaof()
             self.wait_no_child()
 
+    def start_replica(self):
+        """(Re)start the replica of the server as it now runs, its fast
+        clock set to the server's: only then do keys that expire by TTL
+        expire at about the same moment on both."""
+        rep = self.replica
+        if rep is None:
+            return
+        if rep.proc is not None and rep.proc.poll() is None:
+            rep.stop()
+        rep.last_ms = self.srv.now()
+        rep.start(aof=False, extra=("--replicaof", "127.0.0.1", str(self.srv.port)))
+
+    def compare_replica(self):
+        """Once the replica has caught up, every key holds the same value
+        on both (DEBUG DIGEST-VALUE hashes the serialized set), or is gone
+        from both."""
+        if self.replica is None:
+            return
+        m, rc = self.srv.c, self.replica.c
+        deadline = time.time() + 120
+        while True:
+            target = m.info("replication")["master_repl_offset"]
+            info = rc.info("replication")
+            if info.get("master_link_status") == "up" and info.get("slave_repl_offset",
+                                                                    -1) >= target:
+                break
+            if time.time() > deadline:
+                fail("seed %d: the replica did not catch up in 120 s (%s)" % (
+                    self.seed, self.replica.log_path))
+            time.sleep(0.02)
+        # The replica's clock is the server's give or take the moments
+        # between their starts (hours, on a fast clock): a key that expires
+        # by TTL within that of now is left out.
+        skew = abs(server_ms(rc) - server_ms(m)) + 2 * DAY
+        for name in self.keys:
+            ttl = m.pttl(name)
+            if 0 <= ttl < skew:
+                continue
+            ours = m.execute_command("DEBUG", "DIGEST-VALUE", name)
+            theirs = rc.execute_command("DEBUG", "DIGEST-VALUE", name)
+            if ours != theirs:
+                self.report(name, "the replica holds another value (digest %s, the server's %s)" % (
+                    theirs, ours))
+            self.replicated += 1
+
     def restart(self):
         if self.rng.random() < 0.5:
             self.wait_no_child()
@@ -392,9 +445,11 @@ class Run:
         else:
             self.srv.stop()
             self.srv.start(aof=True)
+        self.start_replica()
 
     def run(self):
         self.srv.start(aof=True)
+        self.start_replica()
         try:
             # Every run holds at least an EXACT key, an approximate one and
             # a capped one without a window, whatever the dice say later.
@@ -412,18 +467,26 @@ class Run:
             for name in self.keys:
                 self.check(name, sample=2000)
             self.judge_fp()
+            self.compare_replica()
+            if self.replica:
+                self.replica.stop()
             self.srv.stop()
         finally:
             self.srv.kill()
+            if self.replica:
+                self.replica.kill()
         log = open(self.srv.log_path).read()
+        if self.replica:
+            log += open(self.replica.log_path).read()
         for bad in ("refusing", "Unrecoverable", "crashed by signal", "ASSERTION", "Bad file format",
                     "Short read"):
             if bad in log:
                 fail("seed %d: the server log says %r (%s)" % (self.seed, bad, self.srv.log_path))
         print("adversary: seed %d: %d keys, %d steps, %d answers checked, %d candidates for"
-              " false positives, %d counts; slowest commands: %s" % (
+              " false positives, %d counts, %d values compared with the replica; slowest"
+              " commands: %s" % (
             self.seed, len(self.keys), self.args.steps, self.checked,
-            sum(t for _, t in self.fp.values()), self.counted,
+            sum(t for _, t in self.fp.values()), self.counted, self.replicated,
             sorted(self.slow, reverse=True)[:3] or "none over %.2f s" % self.args.slow))
 
     def step(self):
@@ -442,8 +505,10 @@ class Run:
             self.delete(name)
         elif r < 0.59:
             self.cmd("SEEN.COMPACT", name)
-        elif r < 0.74:
+        elif r < 0.73:
             self.check(name)
+        elif r < 0.74:
+            self.compare_replica()
         elif r < 0.77:
             self.wait_no_child()
             self.srv.c.execute_command("DEBUG", "RELOAD")
@@ -484,6 +549,8 @@ def main():
     ap.add_argument("--max-seconds", type=float, default=150, help="per seed, then stop early")
     ap.add_argument("--slow", type=float, default=0.25, help="list commands slower than this")
     ap.add_argument("--module", default=os.path.join(ROOT, "build", "seen.so"))
+    ap.add_argument("--no-replica", dest="replica", action="store_false",
+                    help="run without a replica following the server")
     args = ap.parse_args()
     args.module = os.path.abspath(args.module)  # the server runs in its own directory
     for seed in [int(s) for s in args.seeds.split(",")]:
