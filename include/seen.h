@@ -211,6 +211,9 @@ uint64_t seen_count(const seen_set *set, int64_t now);
  * set is empty.
  */
 int64_t seen_forget_all_at(const seen_set *set);
+/* The latest `now` a write gave the set (0 if it was never written): how
+ * long it has been idle, for a host deciding whether an import has ended. */
+int64_t seen_last_write_at(const seen_set *set);
 
 /* The current false-positive rate bound: sum over stored fingerprints. */
 double seen_fpr_estimate(const seen_set *set);

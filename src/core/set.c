@@ -216,6 +216,11 @@ uint64_t seen_count(const seen_set *s, int64_t now)
     return total;
 }
 
+int64_t seen_last_write_at(const seen_set *s)
+{
+    return s ? s->clock : 0;
+}
+
 int64_t seen_forget_all_at(const seen_set *s)
 {
     if (s == NULL || !s->has_origin)

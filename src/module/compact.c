@@ -19,12 +19,13 @@
  * A key that comes back from an RDB file or an AOF at start-up still
  * holding an import (the server stopped within the delay) is noted too, and
  * compacted the delay after loading ends: a restart does not leave it exact
- * until its user writes again.  (A RESTOREd key compacts at its next write.)
+ * until its user writes again.  (A key renamed, moved or RESTOREd within
+ * the delay is found by the sweep instead, sweep.c.)
  *
  * Keys are noted in write order; consecutive writes of one key (the pages
  * of one import) share an entry.  A key noted twice is compacted once: the
  * second visit finds nothing to do.  The list is bounded: past its limit a
- * note is dropped, and that key compacts at its next live write instead.
+ * note is dropped, and the sweep finds that key instead.
  */
 #include "module.h"
 

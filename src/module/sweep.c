@@ -5,11 +5,13 @@
  * its entries stay in the key until the key's next write drops them.  A
  * user who stops coming keeps a key that answers for ever fewer items yet
  * holds all of them until its TTL deletes it whole.  The sweep walks the
- * keyspace a little at every tick, on masters, and compacts each key that
- * holds such entries as a write would (seen_compact_key: replicated and
- * written to the AOF as SEEN.COMPACT key NOW ms, so replicas and replays
- * build the same bytes).  A key's memory follows what it still holds, not
- * when its user last came.
+ * keyspace a little at every tick, on masters whose clients are not
+ * paused, and compacts each key that holds such entries as a write would
+ * (seen_compact_key: replicated and written to the AOF as SEEN.COMPACT key
+ * NOW ms, so replicas and replays build the same bytes).  A key's memory
+ * follows what it still holds, not when its user last came.  It also
+ * compacts an import that no write has touched for a second but that the
+ * compaction timer (compact.c) does not know of: renamed, moved, RESTOREd.
  *
  * Each tick spends at most SWEEP_BUDGET_US of real time, about 1% of a
  * core; a key is found again within one pass over the keyspace (minutes
@@ -52,8 +54,16 @@ static void visit(RedisModuleCtx *ctx, RedisModuleString *name, RedisModuleKey *
         RedisModule_ModuleTypeGetType(k) == seen_type)
         set = seen_key_set(RedisModule_ModuleTypeGetValue(k));
     /* An import under way waits for its own compaction (compact.c), which
-     * drops forgotten entries too. */
-    if (set && seen_holds_forgotten(set, step->now) && !seen_compactable(set, step->now)) {
+     * drops forgotten entries too.  One that no write has touched for as
+     * long as that waits is over: its key was renamed, moved or RESTOREd
+     * (the compaction noted the old name, or none), or the list of keys
+     * due was full, and the sweep compacts it instead. */
+    bool due = false;
+    if (set && seen_compactable(set, step->now))
+        due = step->now - seen_last_write_at(set) >= SEEN_COMPACT_DELAY_MS;
+    else if (set)
+        due = seen_holds_forgotten(set, step->now) != 0;
+    if (due) {
         size_t len;
         const char *ptr = RedisModule_StringPtrLen(name, &len);
         step->due[step->ndue++] = RedisModule_CreateString(NULL, ptr, len);

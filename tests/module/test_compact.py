@@ -204,3 +204,32 @@ def test_nothing_is_written_while_clients_are_paused(make_server):
              what="the sweep to drop the forgotten slice")
     m = same_on_replica_and_replay(master, m, s, "imp")
     assert s.dump("idle") == m.dump("idle")
+
+
+def test_renamed_or_restored_import_is_compacted_by_the_sweep(make_server):
+    # The compaction timer notes the name an import was written under.  A
+    # key renamed (or RESTOREd under another name) within its second keeps
+    # the import exact under the new name, for good if its user never
+    # writes again: the sweep compacts it once no write has touched it for
+    # that second.  One transaction, so the timer cannot come first.
+    master, m, s = master_and_replica(make_server)
+    now = server_ms(m)
+    tx = m.pipeline(transaction=True)
+    tx.execute_command("SEEN.RESERVE", "imp", "WINDOW", "90d", "SLICES", "4", "ERROR", "0.001")
+    for day in range(50):
+        tx.execute_command("SEEN.INSERT", "imp", "AT", now - (60 - day) * DAY, "ITEMS",
+                           *["i%d-%d" % (day, i) for i in range(100)])
+    tx.rename("imp", "renamed")
+    tx.execute()
+    m.restore("restored", 0, m.dump("renamed"))
+    for key in ("renamed", "restored"):
+        info = wait_compacted(m, key)
+        assert len(info["runs"]) <= 2
+        assert m.memory_usage(key, samples=0) * 8 / 5000 <= 16
+        items = ["i%d-%d" % (day, i) for day in range(50) for i in range(100)]
+        flags = m.execute_command("SEEN.MFILTER", 1, key, "REPLY", "FLAGS", "ITEMS", *items)
+        assert flags == b"1" * len(items)
+    assert m.info("seen")["seen_sweep_keys_reclaimed"] == 2
+    dump = m.dump("restored")
+    m = same_on_replica_and_replay(master, m, s, "renamed")
+    assert s.dump("restored") == dump and m.dump("restored") == dump

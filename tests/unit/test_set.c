@@ -821,6 +821,9 @@ static void test_import_at_one_now(void **state)
         seen_set *s = import_history(n, cases[k].days, 20, cases[k].order, &r);
         for (uint32_t i = 0; i < s->nruns; i++)
             assert_int_equal(s->runs[i].c, 1);
+        /* How long the import has been idle is the host's to judge. */
+        assert_int_equal(seen_last_write_at(s), T0);
+        assert_int_equal(seen_last_write_at(NULL), 0);
         if (cases[k].live_write) {
             seen_str one = {"live", 4};
             assert_int_equal(seen_add_str(s, &one, 1, NULL, T0, NULL), SEEN_OK);
