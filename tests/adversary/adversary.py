@@ -8,7 +8,8 @@ exact limit, the module's own key expiry or not), and the run throws at
 them what production and careless clients do: pages of a few items,
 batches of up to 300,000 (--huge), imports with AT and TIMED in time order,
 newest first, shuffled or all at one time and spanning up to three
-windows, deletes, compactions, re-adds, DUMP/RESTORE copies, keys that
+windows, deletes, compactions, re-adds, DUMP/RESTORE copies, RENAMEs
+(often right after an import's write), keys that
 expire themselves and are made again by the next write, DEBUG RELOAD,
 restarts from RDB and from AOF (the AOF rewritten now and then, its
 SEEN.LOAD commands cut into chunks as small as 1 KB), the resting form's
@@ -133,6 +134,7 @@ class Run:
         self.checked = 0
         self.counted = 0
         self.replicated = 0  # keys compared with the replica
+        self.names = 0
 
     # ---------------------------------------------------------- commands
     def cmd(self, *a):
@@ -169,7 +171,7 @@ class Run:
         """A key of a random policy; `capped` forces a capacity, `exact`
         (True or False) EXACT or an error rate with no capacity."""
         rng = self.rng
-        name = "k%d" % len(self.keys)
+        name = self.new_name()
         window = rng.choice([0, 3_600_000, DAY, 7 * DAY, 30 * DAY, 90 * DAY])
         slices = rng.choice([1, 2, 4, 4, 8, 16, 64])
         error = rng.choice(["0.001", "0.01", "EXACT", "0.001", "0.0001"])
@@ -343,6 +345,26 @@ class Run:
         if not least <= count <= most:
             self.report(name, "SEEN.COUNT %d, outside [%d, %d]" % (count, least, most))
 
+    def new_name(self):
+        self.names += 1
+        return "k%d" % self.names
+
+    def rename(self, name):
+        """RENAME a key, often right after an import's write (its
+        compaction was noted under the old name): the key answers as before
+        under its new one."""
+        new = self.new_name()
+        try:
+            self.srv.c.rename(name, new)
+        except redis.ResponseError as e:
+            if "no such key" not in str(e):
+                self.report(name, "error reply %r to RENAME" % str(e))
+            return  # expired with everything it held
+        self.keys[new] = self.keys.pop(name)
+        self.keys[new]["log"].append("RENAME %s %s" % (name, new))
+        if name in self.fp:
+            self.fp[new] = self.fp.pop(name)
+
     def copy(self, name):
         """DUMP a key and RESTORE it under a new name: the copy answers as
         the key does, and lives on as a key of its own."""
@@ -350,7 +372,7 @@ class Run:
         dump = self.srv.c.dump(name)
         if dump is None:
             return  # expired with everything it held
-        copy = "k%d" % len(self.keys)
+        copy = self.new_name()
         ttl = self.srv.c.pttl(name)
         self.srv.c.restore(copy, ttl if ttl > 0 else 0, dump)
         probe = self.rng.sample(list(k["items"]), min(300, len(k["items"])))
@@ -524,8 +546,12 @@ class Run:
             self.check(name)
         elif r < 0.85:
             self.copy(name)
-        elif r < 0.87:
+        elif r < 0.86:
             self.turn_knobs()
+        elif r < 0.87:
+            if rng.random() < 0.5:
+                self.add_past(name, rng.choice([10, 200, 5000]))
+            self.rename(name)
         elif r < 0.90:
             time.sleep(rng.choice([0.05, 0.3, 1.0]))  # hours to days pass
         else:
