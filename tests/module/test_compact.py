@@ -233,3 +233,26 @@ def test_renamed_or_restored_import_is_compacted_by_the_sweep(make_server):
     dump = m.dump("restored")
     m = same_on_replica_and_replay(master, m, s, "renamed")
     assert s.dump("restored") == dump and m.dump("restored") == dump
+
+
+def test_import_compacted_across_a_failover(make_server):
+    # FAILOVER pauses the master's writers until its replica has caught up,
+    # then swaps the two.  An import written just before: the old master's
+    # timer must not write during the pause, and loses its note once it is
+    # a replica; the new master's sweep compacts the import instead.
+    master, m, s = master_and_replica(make_server)
+    now = server_ms(m)
+    tx = m.pipeline(transaction=True)
+    tx.execute_command("SEEN.INSERT", "imp", "AT", now - 5 * DAY, "ITEMS",
+                       *["imp-%d" % i for i in range(3000)])
+    tx.execute_command("FAILOVER")
+    tx.execute()
+    wait_for(lambda: s.info("replication")["role"] == "master" and
+             m.info("replication")["role"] == "slave" and
+             m.info("replication")["master_link_status"] == "up", timeout=20,
+             what="the failover")
+    info = wait_compacted(s, "imp")
+    assert len(info["runs"]) == 1
+    assert s.wait(1, 10000) == 1
+    assert m.dump("imp") == s.dump("imp")
+    assert m.ping()
