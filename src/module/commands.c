@@ -1161,6 +1161,19 @@ static void repl_load(RedisModuleCtx *ctx, RedisModuleString *name, const load_r
     repl_send(ctx, &r, "SEEN.LOAD");
 }
 
+/* A SEEN.LOAD that fails while the server replays its AOF loses a key,
+ * and Redis goes on loading without a word: say which and why. */
+static int load_failed(RedisModuleCtx *ctx, RedisModuleString *name, const char *err)
+{
+    if (RedisModule_GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_LOADING) {
+        size_t len;
+        const char *k = RedisModule_StringPtrLen(name, &len);
+        RedisModule_Log(ctx, "warning", "seen: SEEN.LOAD of key '%.*s' in the AOF failed: %s",
+                        (int)(len < 200 ? len : 200), k, err);
+    }
+    return RedisModule_ReplyWithError(ctx, err);
+}
+
 static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
     if (argc < 3)
@@ -1169,11 +1182,11 @@ static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     const char *err = load_parse(argv, argc, &q);
     int64_t now = q.now;
     if (err || (err = resolve_now(ctx, q.has_now, &now)))
-        return RedisModule_ReplyWithError(ctx, err);
+        return load_failed(ctx, argv[1], err);
     RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_WRITE);
     if (RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_EMPTY) {
         RedisModule_CloseKey(key);
-        return RedisModule_ReplyWithError(ctx, "ERR key already exists");
+        return load_failed(ctx, argv[1], "ERR key already exists");
     }
     const uint8_t *bytes;
     size_t len;
@@ -1181,7 +1194,7 @@ static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (q.chunked) {
         if ((err = seen_upload_chunk(ctx, argv[1], q.offset, q.total, q.blob, &whole))) {
             RedisModule_CloseKey(key);
-            return RedisModule_ReplyWithError(ctx, err);
+            return load_failed(ctx, argv[1], err);
         }
         if (whole == NULL) {
             RedisModule_CloseKey(key);
@@ -1197,7 +1210,7 @@ static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     seen_upload_free(whole);
     if (e != SEEN_OK) {
         RedisModule_CloseKey(key);
-        return RedisModule_ReplyWithError(ctx, seen_reply_error(e));
+        return load_failed(ctx, argv[1], seen_reply_error(e));
     }
     if (q.meta.jitter_ms < 0)
         q.meta.jitter_ms = q.meta.expiry ? draw_jitter() : 0;
@@ -1205,8 +1218,9 @@ static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
                              seen_get_policy(set))) {
         seen_free(set);
         RedisModule_CloseKey(key);
-        return RedisModule_ReplyWithError(
-            ctx, "ERR EXPIRY ON needs a set with a window: a key without one is never forgotten");
+        return load_failed(
+            ctx, argv[1],
+            "ERR EXPIRY ON needs a set with a window: a key without one is never forgotten");
     }
     seen_key *k = new_value(&q.meta, set);
     RedisModule_ModuleTypeSetValue(key, seen_type, k);

@@ -7,7 +7,8 @@
  * AOF carrying interleaved uploads) never abort one another.  What uploads
  * hold is bounded: all of them together by seen.load-max-memory, and one
  * that receives nothing for seen.load-idle-seconds (its client gone, or
- * given up) is dropped, by the next SEEN.LOAD or by a timer.
+ * given up) is dropped, by the next SEEN.LOAD or by a timer; not while the
+ * server replays its AOF, whose time between two chunks is no client's.
  */
 #include "module.h"
 
@@ -104,7 +105,11 @@ const char *seen_upload_chunk(RedisModuleCtx *ctx, RedisModuleString *name, uint
 {
     *done = NULL;
     int64_t now = RedisModule_Milliseconds();
-    sweep(now);
+    /* An AOF replayed at start-up carries each key's chunks one after
+     * another, however long the replay takes between them (a stalled disk,
+     * a busy machine): idleness is a client's, not a file's. */
+    if (!(RedisModule_GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_LOADING))
+        sweep(now);
     unsigned long long client = RedisModule_GetClientId(ctx);
     int db = RedisModule_GetSelectedDb(ctx);
     size_t at = nuploads;
