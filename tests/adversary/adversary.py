@@ -11,6 +11,7 @@ newest first, shuffled or all at one time and spanning up to three
 windows, deletes, compactions, re-adds, DUMP/RESTORE copies, RENAMEs
 (often right after an import's write), keys that
 expire themselves and are made again by the next write, DEBUG RELOAD,
+writers paused (CLIENT PAUSE WRITE) while the server's timers are due,
 restarts from RDB and from AOF (the AOF rewritten now and then, its
 SEEN.LOAD commands cut into chunks as small as 1 KB), the resting form's
 threshold moved under the keys (seen.pack-max-bytes from 0 to 64 KB), and
@@ -564,7 +565,13 @@ class Run:
                 self.add_past(name, rng.choice([10, 200, 5000]))
             self.rename(name)
         elif r < 0.90:
-            time.sleep(rng.choice([0.05, 0.3, 1.0]))  # hours to days pass
+            # Hours to days pass, now and then with writers paused (as
+            # FAILOVER and SHUTDOWN pause them): the server's own timers
+            # must wait, and the writes after it wait for the pause's end.
+            pause = rng.random() < 0.3
+            if pause:
+                self.srv.c.execute_command("CLIENT", "PAUSE", rng.choice([100, 500, 1500]), "WRITE")
+            time.sleep(rng.choice([0.05, 0.3, 1.0]))
         else:
             self.add_live(name, 20)
 
