@@ -139,13 +139,16 @@ def held_entries(client, key):
     return sum(info_map(run)["items"] for run in info["runs"]), info["items"]
 
 
-def write_then_fall_idle(client, key, now):
+def write_then_fall_idle(client, key, now, tx=None):
     """Items in a slice that was forgotten 2.5 days ago, then items of the
     next slice; no write since, so only the sweep can drop the first.  One
     transaction, so the sweep (at the server's time) cannot come between
-    writes stamped in the past."""
+    writes stamped in the past; given one (`tx`), the writes join it and
+    the caller executes it."""
     start = now - 115 * DAY
-    tx = client.pipeline(transaction=True)
+    own = tx is None
+    if own:
+        tx = client.pipeline(transaction=True)
     tx.execute_command("SEEN.RESERVE", key, "WINDOW", "90d", "SLICES", "4", "ERROR", "0.001")
     for page in range(40):
         tx.execute_command("SEEN.INSERT", key, "NOW", start + page * DAY // 4, "ITEMS",
@@ -153,7 +156,8 @@ def write_then_fall_idle(client, key, now):
     for page in range(40):
         tx.execute_command("SEEN.INSERT", key, "NOW", start + 25 * DAY + page * DAY // 4,
                            "ITEMS", *["kept-%d-%d" % (page, i) for i in range(20)])
-    tx.execute()
+    if own:
+        tx.execute()
 
 
 def test_idle_key_drops_forgotten_slices(make_server):
@@ -187,8 +191,8 @@ def test_nothing_is_written_while_clients_are_paused(make_server):
     # transaction, so neither timer runs between the writes and the pause.
     master, m, s = master_and_replica(make_server)
     now = server_ms(m)
-    write_then_fall_idle(m, "idle", now)
     tx = m.pipeline(transaction=True)
+    write_then_fall_idle(m, "idle", now, tx)
     tx.execute_command("SEEN.INSERT", "imp", "AT", now - 5 * DAY, "ITEMS",
                        *["imp-%d" % i for i in range(500)])
     tx.execute_command("CLIENT", "PAUSE", 2500, "WRITE")
