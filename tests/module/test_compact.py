@@ -224,8 +224,9 @@ def test_renamed_or_restored_import_is_compacted_by_the_sweep(make_server):
         tx.execute_command("SEEN.INSERT", "imp", "AT", now - (60 - day) * DAY, "ITEMS",
                            *["i%d-%d" % (day, i) for i in range(100)])
     tx.rename("imp", "renamed")
-    tx.execute()
-    m.restore("restored", 0, m.dump("renamed"))
+    tx.dump("renamed")
+    payload = tx.execute()[-1]
+    m.restore("restored", 0, payload)
     for key in ("renamed", "restored"):
         info = wait_compacted(m, key)
         assert len(info["runs"]) <= 2
