@@ -24,7 +24,7 @@ SAN   = build/san
 CORE_SRC = $(wildcard src/core/*.c)
 CORE_OBJ = $(CORE_SRC:src/core/%.c=$(BUILD)/core/%.o)
 CORE_SAN_OBJ = $(CORE_SRC:src/core/%.c=$(SAN)/core/%.o)
-CORE_HDR = include/seen.h $(wildcard src/core/*.h)
+CORE_HDR = include/seen.h $(wildcard src/core/*.h) src/common/size_class.h
 
 .PHONY: all lib module clean test test-unit test-fuzz test-module test-module-san fuzz \
 	fuzz-corpus bench-core bench-alternatives format format-check

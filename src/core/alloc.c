@@ -3,6 +3,7 @@
  * the allocator installed here, so a host (the Redis module) can account
  * for it, and tests can make any single allocation fail.
  */
+#include "../common/size_class.h"
 #include "internal.h"
 
 #include <stdlib.h>
@@ -77,14 +78,5 @@ bool seen__alloc_rounds(void)
 
 size_t seen__alloc_class(size_t size)
 {
-    /* 16-byte steps to 128 bytes, then four classes per doubling.  Other
-     * allocators round less; planning for these classes costs them a few
-     * bytes at most. */
-    if (size <= 16)
-        return 16;
-    if (size <= 128)
-        return (size + 15) & ~(size_t)15;
-    unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)(size - 1));
-    size_t step = (size_t)1 << (lg - 2);
-    return (size + step - 1) & ~(step - 1);
+    return size_class_of(size);
 }

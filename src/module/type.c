@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/size_class.h"
+
 #define SEEN_TYPE_NAME "seen--set"
 #define SEEN_ENCODING_VERSION 1
 
@@ -56,28 +58,6 @@ _Static_assert(SEEN_KEY_FLAGS_ALL == 1, "the key's flags fit their one bit");
 #define CHAIN_MAX 4
 /* Each block a chain adds saves at least this much, or it is not added. */
 #define BLOCK_MIN_SAVING 8
-
-/* jemalloc's class for `size` bytes (8, then 16 apart up to 128, then four
- * per doubling), and the class below it; guesses, checked after
- * allocating. */
-static size_t class_of(size_t size)
-{
-    if (size <= 8)
-        return 8;
-    if (size <= 128)
-        return (size + 15) & ~(size_t)15;
-    unsigned log = 63 - (unsigned)__builtin_clzll((unsigned long long)(size - 1));
-    size_t step = (size_t)1 << (log - 2);
-    return (size + step - 1) & ~(step - 1);
-}
-
-static size_t class_below(size_t size)
-{
-    if (size <= 128)
-        return size > 16 ? size - 16 : 0;
-    unsigned log = 63 - (unsigned)__builtin_clzll((unsigned long long)(size - 1));
-    return size - ((size_t)1 << (log - 2));
-}
 
 static uint8_t *next_block(const uint8_t *block)
 {
@@ -124,7 +104,7 @@ static void packed_free(uint8_t *body, size_t len, bool split)
  * of the blocks before the last (*n of them). */
 static size_t plan_chain(size_t left, unsigned blocks, size_t *sizes, unsigned *n)
 {
-    size_t whole = class_of(left), first = class_below(whole);
+    size_t whole = size_class_of(left), first = size_class_below(whole);
     *n = 0;
     if (blocks <= 1 || first <= sizeof(uint8_t *) || first >= left)
         return whole;
