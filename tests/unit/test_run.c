@@ -161,6 +161,14 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
     seen__run_decode(&run, dv, dt);
     assert_memory_equal(dv, v, n * sizeof *v);
     assert_memory_equal(dt, t, n * sizeof *t);
+    /* Counting the tags (a trusted load's work) agrees with decoding them. */
+    {
+        uint64_t want[64] = {0}, got[64] = {0};
+        for (size_t i = 0; i < n; i++)
+            want[t[i]]++;
+        seen__run_count_tags(&run, got);
+        assert_memory_equal(got, want, sizeof want);
+    }
     /* Buckets stay bounded whatever the values: cut by value where that
      * spreads them, by rank where it would not. */
     if (!ef) {
@@ -513,6 +521,11 @@ static void test_runs(void **state)
     for (int shape = 0; shape < 6; shape++)
         for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
             check_run(&r, shape, sizes[i], segs[(shape + i) % 6], 0);
+    /* Every alphabet the tag counters treat apart: fields of b bits, digit
+     * chains side by side, and the rest one digit at a time. */
+    for (uint32_t k = 2; k <= 17; k++)
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+            check_run(&r, (int)(k + i) % 6, sizes[i], k, (k + i) % 2 == 1);
     /* Elias-Fano lookups are compiled once per instruction level: each
      * level this CPU runs answers the same checks. */
     int levels = 0;
