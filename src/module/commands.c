@@ -1252,7 +1252,7 @@ typedef struct command_def {
     static int fn##_settled(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)               \
     {                                                                                              \
         int r = fn(ctx, argv, argc);                                                               \
-        seen_keys_settle(RedisModule_Milliseconds());                                              \
+        seen_keys_settle(RedisModule_Milliseconds(), true);                                        \
         return r;                                                                                  \
     }
 SETTLED(cmd_reserve)

@@ -173,7 +173,7 @@ static void compact_due(RedisModuleCtx *ctx, void *data)
         RedisModule_FreeString(NULL, p->name);
     }
     npending = keep;
-    seen_keys_settle(now);
+    seen_keys_settle(now, false);
     if (next_due != AFTER_LOADING) /* notes of a load still running wait for its end */
         arm_timer(ctx, next_due);
 }

@@ -81,7 +81,9 @@ typedef enum numeric_config {
     CFG_MFILTER_MAX_KEYS,
     CFG_LOAD_MAX_MEMORY,
     CFG_LOAD_IDLE_SECONDS,
-    CFG_PACK_MAX_BYTES
+    CFG_PACK_MAX_BYTES,
+    CFG_PACK_IDLE_MAX_BYTES,
+    CFG_PACK_IDLE_SECONDS
 } numeric_config;
 
 static long long config_get_numeric(const char *name, void *privdata)
@@ -106,6 +108,10 @@ static long long config_get_numeric(const char *name, void *privdata)
         return (long long)seen_cfg.load_idle_seconds;
     case CFG_PACK_MAX_BYTES:
         return (long long)seen_cfg.pack_max_bytes;
+    case CFG_PACK_IDLE_MAX_BYTES:
+        return (long long)seen_cfg.pack_idle_max_bytes;
+    case CFG_PACK_IDLE_SECONDS:
+        return (long long)seen_cfg.pack_idle_seconds;
     }
     return 0;
 }
@@ -143,6 +149,12 @@ static int config_set_numeric(const char *name, long long val, void *privdata,
         break;
     case CFG_PACK_MAX_BYTES:
         seen_cfg.pack_max_bytes = (uint64_t)val;
+        break;
+    case CFG_PACK_IDLE_MAX_BYTES:
+        seen_cfg.pack_idle_max_bytes = (uint64_t)val;
+        break;
+    case CFG_PACK_IDLE_SECONDS:
+        seen_cfg.pack_idle_seconds = (uint64_t)val;
         break;
     }
     return REDISMODULE_OK;
@@ -249,6 +261,14 @@ int seen_config_register(RedisModuleCtx *ctx)
         ctx, "pack-max-bytes", SEEN_PACK_MAX_BYTES_DEFAULT,
         REDISMODULE_CONFIG_DEFAULT | REDISMODULE_CONFIG_MEMORY, 0, SEEN_PACK_MAX_BYTES_LIMIT,
         config_get_numeric, config_set_numeric, NULL, (void *)(intptr_t)CFG_PACK_MAX_BYTES);
+    failed |= RedisModule_RegisterNumericConfig(
+        ctx, "pack-idle-max-bytes", SEEN_PACK_MAX_BYTES_LIMIT,
+        REDISMODULE_CONFIG_DEFAULT | REDISMODULE_CONFIG_MEMORY, 0, SEEN_PACK_MAX_BYTES_LIMIT,
+        config_get_numeric, config_set_numeric, NULL, (void *)(intptr_t)CFG_PACK_IDLE_MAX_BYTES);
+    failed |= RedisModule_RegisterNumericConfig(
+        ctx, "pack-idle-seconds", SEEN_PACK_IDLE_SECONDS_DEFAULT, REDISMODULE_CONFIG_DEFAULT, 0,
+        86400, config_get_numeric, config_set_numeric, NULL,
+        (void *)(intptr_t)CFG_PACK_IDLE_SECONDS);
     if (failed)
         return REDISMODULE_ERR;
     return RedisModule_LoadConfigs(ctx);
@@ -278,6 +298,7 @@ static void info_section(RedisModuleInfoCtx *ctx, int for_crash_report)
         {"sweep_keys_visited", &seen_counters.sweep_keys_visited},
         {"sweep_keys_reclaimed", &seen_counters.sweep_keys_reclaimed},
         {"sweep_passes", &seen_counters.sweep_passes},
+        {"sweep_keys_packed", &seen_counters.sweep_keys_packed},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         RedisModule_InfoAddFieldULongLong(

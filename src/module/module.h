@@ -23,9 +23,12 @@
 /*
  * A key's set rests in one of two forms.  A small set rests packed: its
  * serialized bytes alone (a few dozen bytes of fixed part instead of the
- * ~600 of the set's tables), unpacked while a command uses it and packed
- * again when the command ends (seen_keys_settle).  A larger set stays
- * unpacked.  Use seen_key_set() to reach the set in either form.
+ * ~600 of the set's tables and a few hundred more per run), unpacked
+ * while a command uses it and packed again when the command ends
+ * (seen_keys_settle).  A larger set stays unpacked while it is in use, and
+ * the sweep packs it once it has been idle for seen.pack-idle-seconds
+ * (seen_key_pack_idle); the next command to reach it unpacks it again.
+ * Use seen_key_set() to reach the set in either form.
  *
  * Every key pays for this record, so it is kept to 32 bytes, one of the
  * allocator's classes: one pointer serves both forms (while a command
@@ -39,15 +42,17 @@ typedef struct seen_key {
      * and kept with it so replicas and reloads compute the same TTL. */
     int64_t jitter_ms;
     /* This key's share of the INFO totals, as of its last write.  Items fit
-     * 40 bits: a set holds at most 64 runs of fewer than 2^32 values and a
+     * 39 bits: a set holds at most 64 runs of fewer than 2^32 values and a
      * head of 2^22 entries (the core's limits), under 2^39. */
     uint64_t counted_bytes;
-    uint64_t counted_items : 40;
+    uint64_t counted_items : 39;
     uint64_t packed_len : 21; /* 0: body is the set; else its bytes' length,
                                  at most SEEN_PACK_MAX_BYTES_LIMIT */
     uint64_t flags : 1;       /* SEEN_KEY_* (validated before they get here) */
     uint64_t listed : 1;      /* touched by the current command */
     uint64_t split : 1;       /* packed bytes in a chain of blocks (type.c) */
+    uint64_t used : 1;        /* reached by a command since the sweep last
+                                 looked at it */
 } seen_key;
 
 extern RedisModuleType *seen_type;
@@ -58,12 +63,22 @@ void seen_key_free(seen_key *key);
 /* The key's set, unpacked if it rests packed (then packed again when the
  * command ends). */
 seen_set *seen_key_set(seen_key *key);
+/* The same for the sweep, which looking at a key does not count as using
+ * it. */
+seen_set *seen_key_look(seen_key *key);
 /* A write changed the set: its packed bytes are stale, and it is packed
  * again (if small) and recounted when the command ends. */
 void seen_key_changed(seen_key *key);
 /* At the end of every command and timer: sets unpacked or changed by it
- * rest again, packed if small; `now` recounts the INFO totals. */
-void seen_keys_settle(int64_t now);
+ * rest again, packed if small; `now` recounts the INFO totals.  `in_use`
+ * (a command's keys): a large set the command unpacked only to read stays
+ * unpacked for the commands that follow, until it is idle again. */
+void seen_keys_settle(int64_t now, bool in_use);
+/* The sweep found the key at `now`: pack it if it is unpacked, small
+ * enough (seen.pack-idle-max-bytes), unwritten for seen.pack-idle-seconds
+ * and not reached by a command since the sweep last found it.  Clears the
+ * key's mark of use.  True if it packed the key. */
+bool seen_key_pack_idle(seen_key *key, int64_t now);
 /* Recount the key's share of the INFO totals after a write at `now`. */
 void seen_key_account(seen_key *key, int64_t now);
 /* Memory the key holds as it rests (what MEMORY USAGE counts for it). */
@@ -86,15 +101,17 @@ bool seen_key_meta_valid(uint32_t flags, int64_t jitter_ms, const seen_policy *p
 /* ------------------------------------------------------------ configs */
 
 typedef struct seen_config {
-    seen_policy policy;         /* for keys that SEEN.ADD creates */
-    bool key_expiry;            /* module-managed TTL for new keys */
-    uint64_t expiry_jitter_ms;  /* jitter of new keys drawn from [0, this] */
-    uint64_t max_batch;         /* items in one command */
-    uint64_t aof_chunk;         /* bytes per SEEN.LOAD in an AOF rewrite */
-    uint64_t mfilter_max_keys;  /* distinct keys one SEEN.MFILTER may name */
-    uint64_t load_max_memory;   /* bytes all unfinished SEEN.LOAD uploads may hold */
-    uint64_t load_idle_seconds; /* an upload idle this long is dropped */
-    uint64_t pack_max_bytes;    /* sets serializing to at most this rest packed */
+    seen_policy policy;           /* for keys that SEEN.ADD creates */
+    bool key_expiry;              /* module-managed TTL for new keys */
+    uint64_t expiry_jitter_ms;    /* jitter of new keys drawn from [0, this] */
+    uint64_t max_batch;           /* items in one command */
+    uint64_t aof_chunk;           /* bytes per SEEN.LOAD in an AOF rewrite */
+    uint64_t mfilter_max_keys;    /* distinct keys one SEEN.MFILTER may name */
+    uint64_t load_max_memory;     /* bytes all unfinished SEEN.LOAD uploads may hold */
+    uint64_t load_idle_seconds;   /* an upload idle this long is dropped */
+    uint64_t pack_max_bytes;      /* sets serializing to at most this rest packed */
+    uint64_t pack_idle_max_bytes; /* and up to this, once idle */
+    uint64_t pack_idle_seconds;   /* idle: no write for this long */
 } seen_config;
 
 /* SEEN.MFILTER's cost is keys x candidates: a user's few keys (delivered,
@@ -110,6 +127,11 @@ typedef struct seen_config {
  * saved at 2,000-4,000 items. */
 #define SEEN_PACK_MAX_BYTES_DEFAULT 8192
 #define SEEN_PACK_MAX_BYTES_LIMIT (1LL << 20)
+/* Larger sets rest packed once idle: a user between sessions holds only
+ * the bytes, and the tables come back at the next command (unpacking a
+ * 100,000-item set costs ~25 us, a tenth of one query on it).  Idle means
+ * no write for this long and no command since the sweep last looked. */
+#define SEEN_PACK_IDLE_SECONDS_DEFAULT 10
 
 extern seen_config seen_cfg;
 
@@ -134,6 +156,7 @@ typedef struct seen_stats {
     atomic_ullong sweep_keys_visited;   /* keys the sweep looked at */
     atomic_ullong sweep_keys_reclaimed; /* and compacted (forgotten entries dropped) */
     atomic_ullong sweep_passes;         /* whole keyspaces walked */
+    atomic_ullong sweep_keys_packed;    /* idle large keys it packed */
 } seen_stats;
 
 extern seen_stats seen_counters;

@@ -13,6 +13,11 @@
  * compacts an import that no write has touched for a second but that the
  * compaction timer (compact.c) does not know of: renamed, moved, RESTOREd.
  *
+ * It also packs large keys that have gone idle (seen_key_pack_idle): a
+ * user between sessions then holds only the set's bytes.  Packing changes
+ * how a key is held, not what it holds, so replicas pack their own keys,
+ * and the sweep does this part while clients are paused too.
+ *
  * Each tick spends at most SWEEP_BUDGET_US of real time, about 1% of a
  * core; a key is found again within one pass over the keyspace (minutes
  * for millions of keys), and a slice lives for days.
@@ -32,6 +37,7 @@ static int sweep_db;
 
 typedef struct sweep_step {
     int64_t now;
+    bool reclaim; /* compact keys too (a master, clients not paused) */
     size_t ndue;
     RedisModuleString *due[SWEEP_BATCH];
 } sweep_step;
@@ -49,10 +55,13 @@ static void visit(RedisModuleCtx *ctx, RedisModuleString *name, RedisModuleKey *
     atomic_fetch_add_explicit(&seen_counters.sweep_keys_visited, 1, memory_order_relaxed);
     RedisModuleKey *opened = key ? NULL : RedisModule_OpenKey(ctx, name, REDISMODULE_READ);
     RedisModuleKey *k = key ? key : opened;
-    seen_set *set = NULL;
-    if (step->ndue < SWEEP_BATCH && RedisModule_KeyType(k) == REDISMODULE_KEYTYPE_MODULE &&
+    seen_key *sk = NULL;
+    if (RedisModule_KeyType(k) == REDISMODULE_KEYTYPE_MODULE &&
         RedisModule_ModuleTypeGetType(k) == seen_type)
-        set = seen_key_set(RedisModule_ModuleTypeGetValue(k));
+        sk = RedisModule_ModuleTypeGetValue(k);
+    seen_set *set = NULL;
+    if (sk && step->reclaim && step->ndue < SWEEP_BATCH)
+        set = seen_key_look(sk);
     /* An import under way waits for its own compaction (compact.c), which
      * drops forgotten entries too.  One that no write has touched for as
      * long as that waits is over: its key was renamed, moved or RESTOREd
@@ -67,6 +76,8 @@ static void visit(RedisModuleCtx *ctx, RedisModuleString *name, RedisModuleKey *
         size_t len;
         const char *ptr = RedisModule_StringPtrLen(name, &len);
         step->due[step->ndue++] = RedisModule_CreateString(NULL, ptr, len);
+    } else if (sk && seen_key_pack_idle(sk, step->now)) {
+        atomic_fetch_add_explicit(&seen_counters.sweep_keys_packed, 1, memory_order_relaxed);
     }
     if (opened)
         RedisModule_CloseKey(opened);
@@ -81,9 +92,9 @@ static void tick(RedisModuleCtx *ctx, void *data)
      * (CLIENT PAUSE, FAILOVER, a manual cluster failover, a SHUTDOWN
      * waiting for its replicas) the data must stand still, and Redis stops
      * the server if anything is replicated: the sweep waits. */
-    if (!(flags & REDISMODULE_CTX_FLAGS_MASTER) || (flags & REDISMODULE_CTX_FLAGS_LOADING) ||
-        RedisModule_AvoidReplicaTraffic())
+    if (flags & REDISMODULE_CTX_FLAGS_LOADING)
         return;
+    bool reclaim = (flags & REDISMODULE_CTX_FLAGS_MASTER) && !RedisModule_AvoidReplicaTraffic();
     int64_t start = monotonic_us();
     int64_t now = RedisModule_Milliseconds();
     if (RedisModule_SelectDb(ctx, sweep_db) != REDISMODULE_OK) {
@@ -93,10 +104,10 @@ static void tick(RedisModuleCtx *ctx, void *data)
     do {
         if (cursor == NULL)
             cursor = RedisModule_ScanCursorCreate();
-        sweep_step step = {.now = now, .ndue = 0};
+        sweep_step step = {.now = now, .reclaim = reclaim, .ndue = 0};
         bool more = RedisModule_Scan(ctx, cursor, visit, &step) != 0;
         /* Packed keys looked at were unpacked: they rest again first. */
-        seen_keys_settle(now);
+        seen_keys_settle(now, false);
         for (size_t i = 0; i < step.ndue; i++) {
             const char *err = NULL;
             int done = seen_compact_key(ctx, step.due[i], now, &err);
@@ -107,7 +118,7 @@ static void tick(RedisModuleCtx *ctx, void *data)
                                           memory_order_relaxed);
             RedisModule_FreeString(NULL, step.due[i]);
         }
-        seen_keys_settle(now);
+        seen_keys_settle(now, false);
         if (!more) {
             /* This database is done: the next one, or back to the first. */
             RedisModule_ScanCursorDestroy(cursor);

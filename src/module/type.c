@@ -19,7 +19,8 @@
  *
  * Resting forms (module.h): a set whose serialized form is at most
  * seen.pack-max-bytes rests as those bytes, which RDB, AOF, DUMP and COPY
- * then use as they are.
+ * then use as they are; one up to seen.pack-idle-max-bytes does too once
+ * it is idle (the sweep packs it, seen_key_pack_idle).
  */
 #include "module.h"
 
@@ -246,6 +247,12 @@ static touched_key *touched_entry(const seen_key *k)
 
 seen_set *seen_key_set(seen_key *k)
 {
+    k->used = 1;
+    return seen_key_look(k);
+}
+
+seen_set *seen_key_look(seen_key *k)
+{
     if (k->packed_len) {
         seen_set *set;
         bool joined;
@@ -282,16 +289,17 @@ void seen_key_changed(seen_key *k)
     }
 }
 
-/* Rest as packed bytes if the set is small enough and they take less
- * memory: the allocator rounds a block up to its size class (up to a
- * quarter more at a few KB), where a set's runs are cut to fit them. */
-static void pack(seen_key *k)
+/* Rest as packed bytes if the set serializes to at most `max_bytes` and
+ * they take less memory: the allocator rounds a block up to its size
+ * class (up to a quarter more at a few KB), where a set's runs are cut to
+ * fit them. */
+static void pack(seen_key *k, uint64_t max_bytes)
 {
     seen_set *set = seen_key_unpacked(k);
     if (set == NULL)
         return;
     size_t need = seen_serialized_size(set), len = 0;
-    if (need > seen_cfg.pack_max_bytes)
+    if (need > max_bytes)
         return;
     uint8_t *bytes = RedisModule_Alloc(need ? need : 1);
     if (seen_serialize(set, bytes, need, &len) != SEEN_OK) {
@@ -333,12 +341,19 @@ static void account(seen_key *k, int64_t now, const touched_key *t)
     k->counted_bytes = bytes;
 }
 
-void seen_keys_settle(int64_t now)
+void seen_keys_settle(int64_t now, bool in_use)
 {
     for (size_t i = 0; i < ntouched; i++) {
         touched_key *t = &touched[i];
         seen_key *k = t->k;
         k->listed = 0;
+        if (t->packed && in_use && t->packed_len > seen_cfg.pack_max_bytes) {
+            /* A large set at rest, read by a command: the user is back,
+             * and the commands that follow find it unpacked. */
+            packed_free(t->packed, t->packed_len, t->packed_split);
+            account(k, now, NULL);
+            continue;
+        }
         if (t->packed) { /* only read: the bytes still hold */
             seen_free(k->body);
             k->body = t->packed;
@@ -347,10 +362,28 @@ void seen_keys_settle(int64_t now)
             continue;
         }
         account(k, now, NULL); /* items, from the set */
-        pack(k);
+        pack(k, seen_cfg.pack_max_bytes);
         account(k, now, NULL); /* bytes, as it rests */
     }
     ntouched = 0;
+}
+
+bool seen_key_pack_idle(seen_key *k, int64_t now)
+{
+    seen_set *set = seen_key_unpacked(k);
+    if (set == NULL || k->listed)
+        return false;
+    if (k->used) {
+        k->used = 0;
+        return false;
+    }
+    if (now - seen_last_write_at(set) < (int64_t)seen_cfg.pack_idle_seconds * 1000)
+        return false;
+    pack(k, seen_cfg.pack_idle_max_bytes);
+    if (seen_key_unpacked(k))
+        return false;
+    account(k, now, NULL);
+    return true;
 }
 
 void seen_key_free(seen_key *k)
@@ -470,7 +503,13 @@ static void *type_rdb_load(RedisModuleIO *io, int encver)
     seen_key *k = seen_key_new(set, (uint32_t)flags, (int64_t)jitter);
     seen_key_account(k, RedisModule_Milliseconds());
     seen_compact_note_loaded(io, k);
-    pack(k);
+    /* A set idle when saved rests packed at once, whatever its size (the
+     * sweep would pack it soon, after holding its tables meanwhile). */
+    int64_t idle_ms = RedisModule_Milliseconds() - seen_last_write_at(set);
+    pack(k, idle_ms >= (int64_t)seen_cfg.pack_idle_seconds * 1000 &&
+                    seen_cfg.pack_idle_max_bytes > seen_cfg.pack_max_bytes
+                ? seen_cfg.pack_idle_max_bytes
+                : seen_cfg.pack_max_bytes);
     seen_key_account(k, RedisModule_Milliseconds());
     return k;
 }

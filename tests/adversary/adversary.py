@@ -398,12 +398,14 @@ class Run:
         fail("a save or rewrite still running after 120 s")
 
     def turn_knobs(self):
-        """Move the resting form's threshold under the keys, and rewrite
-        the AOF in chunks of some size, which the next restart from AOF
-        then loads."""
+        """Move the resting forms' thresholds under the keys (and how soon
+        an idle large key packs), and rewrite the AOF in chunks of some
+        size, which the next restart from AOF then loads."""
         rng = self.rng
         c = self.srv.c
         c.config_set("seen.pack-max-bytes", rng.choice([0, 256, 2048, 8192, 8192, 65536]))
+        c.config_set("seen.pack-idle-max-bytes", rng.choice([0, 4096, 1 << 20, 1 << 20]))
+        c.config_set("seen.pack-idle-seconds", rng.choice([0, 0, 10, 86400]))
         if rng.random() < 0.5:
             self.wait_no_child()
             c.config_set("seen.aof-chunk", rng.choice([1024, 4096, 65536, 64 << 20]))

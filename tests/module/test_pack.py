@@ -168,3 +168,113 @@ def test_split_packed_keys_survive_aof_rewrite_and_rdb(make_server):
             assert info["bytes"] - 32 - info["serialized-bytes"] < 48, (n, info)
             # Past 2,048 bytes, under the 2,560 one block would take.
             assert 2048 < info["serialized-bytes"] and info["bytes"] - 32 < 2560, (n, info)
+
+
+# Idle large keys: seen.pack-idle-seconds 0 makes a key idle as soon as a
+# whole sweep pass has gone by without a command reaching it, and
+# pack-max-bytes 1024 makes a 3,000-item key large (one database: short
+# passes).
+IDLE_NOW = ("--seen.pack-idle-seconds", "0", "--seen.pack-max-bytes", "1024", "--databases", "1")
+
+
+def packed_count(c):
+    return c.info("seen")["seen_sweep_keys_packed"]
+
+
+def wait_packed(c, at_least):
+    wait_for(lambda: packed_count(c) >= at_least, what="%d idle keys packed" % at_least)
+
+
+def test_idle_large_keys_rest_packed(make_server):
+    # A large key unpacked while commands use it rests as its bytes once
+    # idle, answers the same and keeps its DUMP and digest; a read brings
+    # its tables back for the commands that follow, and a write goes on
+    # from there.
+    server = make_server("--appendonly", "yes", *IDLE_NOW)
+    c = server.client()
+    c.config_set("seen.pack-idle-seconds", 3600)
+    fill(c, "big", 3000, page=100)
+    candidates = ITEMS[:3000] + ["never-%d" % i for i in range(3000)]
+    hot = c.memory_usage("big", samples=0)
+    dump, digest = c.dump("big"), c.execute_command("DEBUG", "DIGEST-VALUE", "big")
+    flags = answers(c, "big", candidates)
+    assert flags[:3000] == b"1" * 3000
+    # Not idle for an hour: a whole pass leaves it as it is.
+    passes = c.info("seen")["seen_sweep_passes"]
+    wait_for(lambda: c.info("seen")["seen_sweep_passes"] >= passes + 2, what="two passes")
+    assert packed_count(c) == 0 and c.memory_usage("big", samples=0) == hot
+
+    c.config_set("seen.pack-idle-seconds", 0)
+    wait_packed(c, 1)
+    rest = c.memory_usage("big", samples=0)
+    assert rest < hot - 300, (rest, hot)  # the set's tables, at least
+    assert c.dump("big") == dump
+    assert c.execute_command("DEBUG", "DIGEST-VALUE", "big") == digest
+    info = info_map(c.execute_command("SEEN.INFO", "big"))
+    assert info["bytes"] - 32 - info["serialized-bytes"] < 48, info  # as it rested
+    assert c.memory_usage("big", samples=0) > rest  # the read unpacked it
+    assert answers(c, "big", candidates) == flags
+    wait_packed(c, 2)
+    assert c.memory_usage("big", samples=0) == rest
+
+    c.execute_command("SEEN.ADD", "big", "after-rest")
+    assert c.execute_command("SEEN.FILTER", "big", "after-rest", "never-1") == [b"never-1"]
+    wait_packed(c, 3)
+    dump, rest = c.dump("big"), c.memory_usage("big", samples=0)
+    # A restart from the AOF replays the commands: the key is packed once
+    # idle.  A set idle when saved to an RDB file loads packed at once.
+    server.restart()
+    c = server.client()
+    assert c.dump("big") == dump
+    wait_packed(c, 1)
+    assert c.memory_usage("big", samples=0) == rest
+    c.config_set("seen.pack-idle-seconds", 3600)
+    c.execute_command("DEBUG", "RELOAD")
+    assert c.memory_usage("big", samples=0) > rest  # written a moment ago: not idle
+    c.config_set("seen.pack-idle-seconds", 0)
+    c.execute_command("DEBUG", "RELOAD")
+    assert c.memory_usage("big", samples=0) == rest
+    assert c.dump("big") == dump
+    assert c.execute_command("SEEN.FILTER", "big", "after-rest", "never-1") == [b"never-1"]
+
+
+def test_keys_in_use_are_not_packed(make_server):
+    # A key that commands keep reaching stays unpacked however long ago its
+    # last write was; keys above seen.pack-idle-max-bytes never pack.
+    server = make_server(*IDLE_NOW)
+    c = server.client()
+    now = server_ms(c) - 60000
+    fill(c, "busy", 3000, page=100, now=now)
+    fill(c, "huge", 3000, page=100, now=now)
+    c.config_set("seen.pack-idle-max-bytes", 2048)
+    c.execute_command("SEEN.FILTER", "huge", "x")
+    passes = c.info("seen")["seen_sweep_passes"]
+    while c.info("seen")["seen_sweep_passes"] < passes + 3:
+        c.execute_command("SEEN.FILTER", "busy", "x")
+    assert packed_count(c) == 0
+    c.config_set("seen.pack-idle-max-bytes", 0)
+    passes = c.info("seen")["seen_sweep_passes"]
+    wait_for(lambda: c.info("seen")["seen_sweep_passes"] >= passes + 2, what="two passes")
+    assert packed_count(c) == 0
+    c.config_set("seen.pack-idle-max-bytes", 1 << 20)
+    wait_packed(c, 2)
+
+
+def test_replica_packs_its_own_idle_keys(make_server):
+    # Packing is how a key is held, not what it holds: nothing is
+    # replicated for it, and a replica packs its idle keys itself.
+    master = make_server("--repl-diskless-sync-delay", "0", *IDLE_NOW, name="master")
+    replica = make_server(*IDLE_NOW, name="replica")
+    m, s = master.client(), replica.client()
+    s.replicaof("127.0.0.1", master.port)
+    wait_for(lambda: s.info("replication")["master_link_status"] == "up" and
+             not s.info("replication")["master_sync_in_progress"], what="replica sync")
+    fill(m, "big", 3000, page=100)
+    assert m.wait(1, 10000) == 1
+    hot = s.memory_usage("big", samples=0)
+    wait_packed(m, 1)
+    wait_packed(s, 1)
+    assert s.memory_usage("big", samples=0) < hot - 300
+    assert "cmdstat_seen.compact" not in s.info("commandstats")
+    assert s.execute_command("DEBUG", "DIGEST-VALUE", "big") == \
+        m.execute_command("DEBUG", "DIGEST-VALUE", "big")
