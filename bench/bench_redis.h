@@ -62,6 +62,7 @@ typedef struct seen_mem {
 typedef struct hist_mem {
     long n;
     long long usage[NKINDS];
+    long long seen_idle;    /* the seen key's MEMORY USAGE once idle (packed) */
     seen_mem seen, seen_at; /* the live key, and the AT-import one */
 } hist_mem;
 
@@ -71,6 +72,7 @@ typedef struct pop_mem {
     int users[NCLASSES];
     long long items[NCLASSES];
     long long usage[NCLASSES][NKINDS];
+    long long seen_idle[NCLASSES];
 } pop_mem;
 
 typedef struct fpr_row {

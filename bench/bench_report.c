@@ -343,24 +343,29 @@ void write_report(const machine *mi, const hist_mem *hm, const pop_mem *pm, cons
         "are "
         "the batch times.  BF: `BF.RESERVE key 0.001 n` (sized for the history: its best case) and "
         "`BF.RESERVE key 0.001 100` growing by scaling.  Floor: log2(1/0.001) = 9.97 bits = 1.25 "
-        "bytes.\n\n",
+        "bytes.  **seen, idle**: the live key once idle, when it rests as its serialized bytes "
+        "(the sweep packs a key no command has reached for `seen.pack-idle-seconds`; measured "
+        "with 0): what a user between sessions holds.\n\n",
         LOAD_BATCHES, LOAD_BATCHES);
     fprintf(f, "| items |");
     for (int k = 0; k < NKINDS; k++)
         if (kind_enabled(k))
             fprintf(f, " %s |", kind_label[k]);
-    fprintf(f, " SET / seen | ZSET / seen |%s\n| ---: |", C.bloom ? " BF (n) / seen |" : "");
+    fprintf(f, " seen, idle | SET / seen | SET / seen, idle | ZSET / seen |%s\n| ---: |",
+            C.bloom ? " BF (n) / seen |" : "");
     for (int k = 0; k < NKINDS; k++)
         if (kind_enabled(k))
             fprintf(f, " ---: |");
-    fprintf(f, " ---: | ---: |%s\n", C.bloom ? " ---: |" : "");
+    fprintf(f, " ---: | ---: | ---: | ---: |%s\n", C.bloom ? " ---: |" : "");
     for (int h = 0; h < C.nhist; h++) {
         const hist_mem *m = &hm[h];
         fprintf(f, "| %s |", commas(m->n, b1));
         for (int k = 0; k < NKINDS; k++)
             if (kind_enabled(k))
                 fprintf(f, " %.2f |", (double)m->usage[k] / (double)m->n);
-        fprintf(f, " %.1f× | %.1f× |", (double)m->usage[K_SET] / (double)m->usage[K_SEEN],
+        fprintf(f, " %.2f | %.1f× | %.1f× | %.1f× |", (double)m->seen_idle / (double)m->n,
+                (double)m->usage[K_SET] / (double)m->usage[K_SEEN],
+                (double)m->usage[K_SET] / (double)m->seen_idle,
                 (double)m->usage[K_ZSET] / (double)m->usage[K_SEEN]);
         if (C.bloom)
             fprintf(f, " %.2f× |", (double)m->usage[K_BF] / (double)m->usage[K_SEEN]);
@@ -442,18 +447,20 @@ void write_report(const machine *mi, const hist_mem *hm, const pop_mem *pm, cons
     for (int k = 0; k < NKINDS; k++)
         if (kind_enabled(k) && k != K_SEEN_AT && k != K_BF)
             fprintf(f, " %s bytes/user |", kind_label[k]);
-    fprintf(f, " SET / seen | ZSET / seen |\n| --- | ---: | ---: |");
+    fprintf(f, " seen, idle bytes/user | SET / seen | SET / seen, idle | ZSET / seen |\n| --- "
+               "| ---: | ---: |");
     for (int k = 0; k < NKINDS; k++)
         if (kind_enabled(k) && k != K_SEEN_AT && k != K_BF)
             fprintf(f, " ---: |");
-    fprintf(f, " ---: | ---: |\n");
-    long long tot_users = 0, tot_items = 0, tot[NKINDS] = {0};
+    fprintf(f, " ---: | ---: | ---: | ---: |\n");
+    long long tot_users = 0, tot_items = 0, tot[NKINDS] = {0}, tot_idle = 0;
     for (int cl = 0; cl <= NCLASSES; cl++) {
         int all = cl == NCLASSES;
         long long users = all ? tot_users : pm->users[cl], items = all ? tot_items : pm->items[cl];
         const long long *u = all ? tot : pm->usage[cl];
+        long long idle = all ? tot_idle : pm->seen_idle[cl];
         if (!all) {
-            tot_users += users, tot_items += items;
+            tot_users += users, tot_items += items, tot_idle += idle;
             for (int k = 0; k < NKINDS; k++)
                 tot[k] += u[k];
         }
@@ -464,7 +471,8 @@ void write_report(const machine *mi, const hist_mem *hm, const pop_mem *pm, cons
         for (int k = 0; k < NKINDS; k++)
             if (kind_enabled(k) && k != K_SEEN_AT && k != K_BF)
                 fprintf(f, " %s |", commas(u[k] / users, b2));
-        fprintf(f, " %.1f× | %.1f× |\n", (double)u[K_SET] / (double)u[K_SEEN],
+        fprintf(f, " %s | %.1f× | %.1f× | %.1f× |\n", commas(idle / users, b2),
+                (double)u[K_SET] / (double)u[K_SEEN], (double)u[K_SET] / (double)idle,
                 (double)u[K_ZSET] / (double)u[K_SEEN]);
     }
 
