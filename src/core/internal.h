@@ -91,9 +91,12 @@
  * rate settles), and the finer runs of a user who keeps speeding up take a
  * small share of the budget (1/(window/this) per doubling). */
 #define SEEN_YOUNG_MIN_SPAN_MS (24ll * 3600 * 1000)
-/* A young set may keep items coarser than its plan in one run while they
- * take at most 1/this of the budget (plan.c, young_share_ok). */
+/* A young set may keep items coarser than its plan in a run while that run
+ * takes at most 1/SEEN_YOUNG_SHARE of the budget and all its runs at most
+ * 1/SEEN_YOUNG_SHARE_ALL (plan.c, young_share_ok): later items then pay
+ * at most 0.41 bit each while the young ones live. */
 #define SEEN_YOUNG_SHARE 16u
+#define SEEN_YOUNG_SHARE_ALL 4u
 /* A re-plan at least this many times coarser than the plan before it takes
  * a whole multiple of it (at most 1/8 finer than ideal: 0.2 bit). */
 #define SEEN_REPLAN_MULTIPLE_MIN 8u

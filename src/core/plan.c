@@ -109,17 +109,22 @@ static uint64_t ideal_divisor(const seen_set *s, uint64_t target)
     return (uint64_t)c;
 }
 
-/* May a young set keep n items at divisor c, coarser than its plan?  Its
- * plan halves as a first day's volume grows, and runs of each halving
- * could never merge: while it is small and they take at most
- * 1/SEEN_YOUNG_SHARE of the budget, a young set keeps them in one run at
- * the coarser divisor (fewer bits, fewer runs); the items it holds later
- * pay for that share, at most log2(1 / (1 - share)) bits each, until the
- * young items are forgotten. */
-static bool young_share_ok(const seen_set *s, const next_state *ns, uint64_t n, uint64_t c)
+static unsigned __int128 usage_except(const runlist *rl, uint32_t a, uint32_t b);
+
+/* May a young set keep n items at divisor c, coarser than its plan, in
+ * the place of runs [a, b) of rl?  Its plan halves as a first day's volume
+ * grows, and runs of each halving could never merge: a young set keeps
+ * them in one run at the coarser divisor (fewer bits, fewer runs) while
+ * that run takes at most 1/SEEN_YOUNG_SHARE of the budget and all runs
+ * together at most 1/SEEN_YOUNG_SHARE_ALL.  The items it holds later pay
+ * for that share, at most log2(1 / (1 - 1/SEEN_YOUNG_SHARE_ALL)) bits each,
+ * until the young items are forgotten. */
+static bool young_share_ok(const seen_set *s, const next_state *ns, const runlist *rl, uint32_t a,
+                           uint32_t b, uint64_t n, uint64_t c)
 {
-    return n <= SEEN_SINGLE_RUN_MAX && is_young(s, ns) &&
-           (unsigned __int128)n * c <= budget_of(s) / SEEN_YOUNG_SHARE;
+    unsigned __int128 mass = (unsigned __int128)n * c, budget = budget_of(s);
+    return is_young(s, ns) && mass <= budget / SEEN_YOUNG_SHARE &&
+           usage_except(rl, a, b) + mass <= budget / SEEN_YOUNG_SHARE_ALL;
 }
 
 /* Values under divisor `small` convert exactly to divisor `big`. */
@@ -309,7 +314,7 @@ static seen_err fold_last(const seen_set *s, next_state *ns, runlist *rl, head_p
         return SEEN_OK;
     uint64_t n = (uint64_t)p->n + d->n + (head != HEAD_NONE ? ns->hn : 0);
     if (lo != c && ns->plan_c && (double)c > (double)ns->plan_c * (1.0 + SEEN_PLAN_HYSTERESIS) &&
-        !young_share_ok(s, ns, n, c))
+        !young_share_ok(s, ns, rl, a, b + 1, n, c))
         return SEEN_OK; /* would coarsen items past the plan */
     if (c > 1 && usage_except(rl, a, b + 1) + (unsigned __int128)n * c > budget_of(s))
         return SEEN_OK;
@@ -504,7 +509,8 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
                                              (unsigned __int128)(d->n + ns->hn) * d->c <=
                                          budget;
             bool suits = exact || (double)d->c <= (double)plan * (1.0 + SEEN_PLAN_HYSTERESIS) ||
-                         young_share_ok(s, ns, d->n + ns->hn, d->c);
+                         (d->n + ns->hn <= SEEN_SINGLE_RUN_MAX &&
+                          young_share_ok(s, ns, rl, last, last + 1, d->n + ns->hn, d->c));
             if (fits && suits) {
                 const seen__run *in[1] = {d};
                 err = seen__merge_build(s, ns, in, 1, rest, d->c, NULL, 0, &nr, &empty);
