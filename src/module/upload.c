@@ -9,6 +9,10 @@
  * that receives nothing for seen.load-idle-seconds (its client gone, or
  * given up) is dropped, by the next SEEN.LOAD or by a timer; not while the
  * server replays its AOF, whose time between two chunks is no client's.
+ * An upload a replica receives from its master waits longer (twice the
+ * time, and a minute more): the master kept it, and the replica sees the
+ * gaps between its chunks stretched by however the stream was delayed, so
+ * by the master's limit alone it could drop what the master finished.
  */
 #include "module.h"
 
@@ -21,7 +25,15 @@ struct seen_upload {
     uint8_t *buf;
     size_t len, total;
     int64_t touched;
+    bool from_master; /* arrived by replication */
 };
+
+/* How long an upload may go without a chunk. */
+static int64_t idle_limit_ms(const seen_upload *u)
+{
+    int64_t idle = (int64_t)seen_cfg.load_idle_seconds * 1000;
+    return u->from_master ? 2 * idle + 60 * 1000 : idle;
+}
 
 static seen_upload **uploads;
 static size_t nuploads, uploads_cap;
@@ -50,9 +62,8 @@ static void take_out(size_t i)
 /* Drop uploads idle for longer than the configured time. */
 static void sweep(int64_t now)
 {
-    int64_t idle = (int64_t)seen_cfg.load_idle_seconds * 1000;
     for (size_t i = 0; i < nuploads;) {
-        if (now - uploads[i]->touched >= idle) {
+        if (now - uploads[i]->touched >= idle_limit_ms(uploads[i])) {
             seen_upload_free(uploads[i]);
             take_out(i);
         } else {
@@ -72,10 +83,10 @@ static void arm_sweep(RedisModuleCtx *ctx)
 {
     if (nuploads == 0)
         return;
-    int64_t idle = (int64_t)seen_cfg.load_idle_seconds * 1000, due = INT64_MAX;
+    int64_t due = INT64_MAX;
     for (size_t i = 0; i < nuploads; i++)
-        if (uploads[i]->touched + idle < due)
-            due = uploads[i]->touched + idle;
+        if (uploads[i]->touched + idle_limit_ms(uploads[i]) < due)
+            due = uploads[i]->touched + idle_limit_ms(uploads[i]);
     if (next_sweep != 0 && next_sweep <= due)
         return;
     int64_t delay = due - RedisModule_Milliseconds();
@@ -108,7 +119,8 @@ const char *seen_upload_chunk(RedisModuleCtx *ctx, RedisModuleString *name, uint
     /* An AOF replayed at start-up carries each key's chunks one after
      * another, however long the replay takes between them (a stalled disk,
      * a busy machine): idleness is a client's, not a file's. */
-    if (!(RedisModule_GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_LOADING))
+    int flags = RedisModule_GetContextFlags(ctx);
+    if (!(flags & REDISMODULE_CTX_FLAGS_LOADING))
         sweep(now);
     unsigned long long client = RedisModule_GetClientId(ctx);
     int db = RedisModule_GetSelectedDb(ctx);
@@ -145,6 +157,7 @@ const char *seen_upload_chunk(RedisModuleCtx *ctx, RedisModuleString *name, uint
         u->db = db;
         u->name = RedisModule_CreateString(NULL, k, klen);
         u->total = total;
+        u->from_master = (flags & REDISMODULE_CTX_FLAGS_REPLICATED) != 0;
         uploads[nuploads++] = u;
     }
     seen_upload *u = uploads[at];
