@@ -572,7 +572,10 @@ void write_report(const machine *mi, const hist_mem *hm, const pop_mem *pm, cons
     fprintf(f,
             "Pages of %d fresh items, each to a random user of the population, %d connections × %d "
             "pipelined; "
-            "× = against SADD in the same round.  seen adds at the server's clock.\n\n",
+            "× = against SADD in the same round.  seen adds at the server's clock.  Every round "
+            "of every command starts from the population as loaded (RESTORE of each key's DUMP): "
+            "a round gives each user a few dozen pages within a fraction of a second, and rounds "
+            "that went on from the last one's keys measured ever larger users.\n\n",
             PAGE, C.conns, C.depth * 4);
     fprintf(f, "| command | items/s | × SADD | server CPU | server µs per command (min) | in the "
                "command µs (min) |\n"
