@@ -182,6 +182,11 @@ int seen_compactable(const seen_set *set, int64_t now);
  * drops them.  Hosts call it on idle sets to reclaim that memory. */
 int seen_holds_forgotten(const seen_set *set, int64_t now);
 
+/* The earliest `now` at which seen_holds_forgotten or seen_compactable can
+ * be 1 while nothing writes (INT64_MIN: already; INT64_MAX: never): a host
+ * holding idle sets in their serialized form need not look at one before. */
+int64_t seen_idle_work_at(const seen_set *set);
+
 /* ------------------------------------------------------- prepared queries */
 
 /*

@@ -648,6 +648,28 @@ int seen_holds_forgotten(const seen_set *s, int64_t now)
     return 0;
 }
 
+int64_t seen_idle_work_at(const seen_set *s)
+{
+    if (s == NULL)
+        return INT64_MAX;
+    /* Compactable now, or a segment forgotten by the capacity rule: at once.
+     * Otherwise when the first segment holding entries leaves the window
+     * (an expiry is also what can end an exact phase, compacting it). */
+    if (seen_compactable(s, s->clock))
+        return INT64_MIN;
+    int64_t at = INT64_MAX;
+    for (uint32_t i = 0; i < s->nsegs; i++) {
+        if (s->segs[i].phys == 0)
+            continue;
+        if (s->segs[i].dropped)
+            return INT64_MIN;
+        int64_t f = slice_forget_at(s, s->origin, s->segs[i].slice);
+        if (f < at)
+            at = f;
+    }
+    return at;
+}
+
 int seen_compactable(const seen_set *s, int64_t now)
 {
     if (s == NULL || check_time(now) != SEEN_OK)

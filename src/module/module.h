@@ -43,8 +43,13 @@ typedef struct seen_key {
     int64_t jitter_ms;
     /* This key's share of the INFO totals, as of its last write.  Items fit
      * 39 bits: a set holds at most 64 runs of fewer than 2^32 values and a
-     * head of 2^22 entries (the core's limits), under 2^39. */
-    uint64_t counted_bytes;
+     * head of 2^22 entries (the core's limits), under 2^39; bytes fit 40
+     * (a terabyte). */
+    uint64_t counted_bytes : 40;
+    /* While packed: the hour (since the epoch) from which the sweep has
+     * something to do with the set (seen_idle_work_at); before it, the
+     * sweep passes the key without unpacking it.  0: look every time. */
+    uint64_t work_hour : 24;
     uint64_t counted_items : 39;
     uint64_t packed_len : 21; /* 0: body is the set; else its bytes' length,
                                  at most SEEN_PACK_MAX_BYTES_LIMIT */
@@ -79,6 +84,9 @@ void seen_keys_settle(int64_t now, bool in_use);
  * and not reached by a command since the sweep last found it.  Clears the
  * key's mark of use.  True if it packed the key. */
 bool seen_key_pack_idle(seen_key *key, int64_t now);
+/* May the sweep have something to do with the key at `now` (an unpacked
+ * key: always)?  A packed one it need not unpack before its work hour. */
+bool seen_key_idle_work_due(const seen_key *key, int64_t now);
 /* Recount the key's share of the INFO totals after a write at `now`. */
 void seen_key_account(seen_key *key, int64_t now);
 /* Memory the key holds as it rests (what MEMORY USAGE counts for it). */

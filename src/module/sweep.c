@@ -60,7 +60,7 @@ static void visit(RedisModuleCtx *ctx, RedisModuleString *name, RedisModuleKey *
         RedisModule_ModuleTypeGetType(k) == seen_type)
         sk = RedisModule_ModuleTypeGetValue(k);
     seen_set *set = NULL;
-    if (sk && step->reclaim && step->ndue < SWEEP_BATCH)
+    if (sk && step->reclaim && step->ndue < SWEEP_BATCH && seen_key_idle_work_due(sk, step->now))
         set = seen_key_look(sk);
     /* An import under way waits for its own compaction (compact.c), which
      * drops forgotten entries too.  One that no write has touched for as

@@ -289,6 +289,24 @@ void seen_key_changed(seen_key *k)
     }
 }
 
+#define MS_PER_HOUR (3600 * 1000)
+#define WORK_HOUR_MAX ((UINT64_C(1) << 24) - 1)
+
+/* The hour of seen_idle_work_at's answer, rounded down (the sweep may look
+ * up to an hour early, never late). */
+static uint64_t work_hour_of(int64_t at)
+{
+    if (at <= 0)
+        return 0;
+    uint64_t h = (uint64_t)at / MS_PER_HOUR;
+    return h < WORK_HOUR_MAX ? h : WORK_HOUR_MAX;
+}
+
+bool seen_key_idle_work_due(const seen_key *k, int64_t now)
+{
+    return k->packed_len == 0 || now < 0 || (uint64_t)now / MS_PER_HOUR >= k->work_hour;
+}
+
 /* Rest as packed bytes if the set serializes to at most `max_bytes` and
  * they take less memory: the allocator rounds a block up to its size
  * class (up to a quarter more at a few KB), where a set's runs are cut to
@@ -315,6 +333,7 @@ static void pack(seen_key *k, uint64_t max_bytes)
     k->body = bytes;
     k->packed_len = len;
     k->split = split;
+    k->work_hour = work_hour_of(seen_idle_work_at(set));
     seen_free(set);
 }
 
@@ -354,7 +373,7 @@ void seen_keys_settle(int64_t now, bool in_use)
             account(k, now, NULL);
             continue;
         }
-        if (t->packed) { /* only read: the bytes still hold */
+        if (t->packed) { /* only read: the bytes still hold, and their work hour */
             seen_free(k->body);
             k->body = t->packed;
             k->packed_len = t->packed_len;
@@ -589,6 +608,7 @@ static void *type_copy(RedisModuleString *from, RedisModuleString *to, const voi
         c->body = packed_rest(one, k->packed_len, &split);
         c->split = split;
         c->packed_len = k->packed_len;
+        c->work_hour = k->work_hour;
         atomic_fetch_add_explicit(&seen_counters.items, k->counted_items, memory_order_relaxed);
         c->counted_items = k->counted_items;
     } else {

@@ -821,9 +821,11 @@ static void test_import_at_one_now(void **state)
         seen_set *s = import_history(n, cases[k].days, 20, cases[k].order, &r);
         for (uint32_t i = 0; i < s->nruns; i++)
             assert_int_equal(s->runs[i].c, 1);
-        /* How long the import has been idle is the host's to judge. */
+        /* How long the import has been idle is the host's to judge; an
+         * import waiting to settle is work for it now. */
         assert_int_equal(seen_last_write_at(s), T0);
         assert_int_equal(seen_last_write_at(NULL), 0);
+        assert_true(seen_idle_work_at(s) == INT64_MIN);
         if (cases[k].live_write) {
             seen_str one = {"live", 4};
             assert_int_equal(seen_add_str(s, &one, 1, NULL, T0, NULL), SEEN_OK);
@@ -1895,14 +1897,18 @@ static void test_forgotten_entries_reclaimed(void **state)
     }
     int64_t last = T0 + 40 * DAY;
     assert_int_equal(seen_holds_forgotten(s, last), 0);
-    /* The first slice (22.5 days) is forgotten from day 112.5 on. */
+    /* The first slice (22.5 days) is forgotten from day 112.5 on, and
+     * seen_idle_work_at() says when, so that a host need not ask before. */
     int64_t gone = T0 + 90 * DAY + 45 * DAY / 2;
+    assert_int_equal(seen_idle_work_at(s), gone);
     assert_int_equal(seen_holds_forgotten(s, gone - 1), 0);
     assert_int_equal(seen_holds_forgotten(s, gone), 1);
     assert_int_equal(seen_compactable(s, gone), 0); /* no import to settle */
     size_t before = seen_bytes(s);
     assert_int_equal(seen_expire(s, gone), SEEN_OK);
     assert_int_equal(seen_holds_forgotten(s, gone), 0);
+    /* The next: the slice of days 22.5-45, from day 135. */
+    assert_int_equal(seen_idle_work_at(s), T0 + 90 * DAY + 45 * DAY);
     assert_int_equal(seen__set_check(s), SEEN_OK);
     assert_true(seen_bytes(s) * 10 < before * 6);
     assert_int_equal(seen_count(s, gone), N);
