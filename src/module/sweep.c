@@ -91,7 +91,8 @@ static void tick(RedisModuleCtx *ctx, void *data)
     /* Replicas apply their master's SEEN.COMPACT.  While clients are paused
      * (CLIENT PAUSE, FAILOVER, a manual cluster failover, a SHUTDOWN
      * waiting for its replicas) the data must stand still, and Redis stops
-     * the server if anything is replicated: the sweep waits. */
+     * the server if anything is replicated: the sweep compacts nothing
+     * then, and only packs idle keys, which replicates nothing. */
     if (flags & REDISMODULE_CTX_FLAGS_LOADING)
         return;
     bool reclaim = (flags & REDISMODULE_CTX_FLAGS_MASTER) && !RedisModule_AvoidReplicaTraffic();
