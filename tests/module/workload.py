@@ -58,7 +58,25 @@ def run(r, now, seed=1, prefix="w"):
     r.execute_command("SEEN.INSERT", k("clustered"), "BULK",
                       bulk([str(5000000 + 2 * i) for i in range(20000)] + [str(1 << 60)]))
     r.execute_command("SEEN.DEL", k("clustered"), 5000000 + 2 * 777, 5000000 + 2 * 15000)
-    return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed", "clustered")]
+    # A first session's burst (its plan halves as it grows, and the runs of
+    # each halving fold), and a light user turned heavy past its first
+    # slice (runs of older plans beside the burst's): pages of 20 written
+    # at their own times, all within the window.
+    pipe = r.pipeline(transaction=False)
+    for page in range(300):
+        pipe.execute_command("SEEN.INSERT", k("burst"), "NOW", now - 60000 + page * 100, "ITEMS",
+                             *["b%d-%d" % (page, i) for i in range(20)])
+    day, times = 0.0, []
+    for page in range(1060):
+        day += 20 / (30 if day < 40 else 3000)
+        times.append(day)
+    for page, t in enumerate(times):
+        pipe.execute_command("SEEN.INSERT", k("turned"), "NOW",
+                             now - int((times[-1] - t) * DAY) - 1000, "ITEMS",
+                             *["h%d-%d" % (page, i) for i in range(20)])
+    pipe.execute()
+    return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed", "clustered",
+                           "burst", "turned")]
 
 
 def candidates(seed=1):
@@ -69,6 +87,8 @@ def candidates(seed=1):
     out += ["t%d %d" % (i, rng.randrange(1000)) for i in range(0, 4000, 13)] + ["t-a", "t-b"]
     out += [str(5000000 + i) for i in range(0, 40010, 97)] + [str(1 << 60), "7"]
     out += [str(5000000 + 2 * 777), str(5000000 + 2 * 15000)]
+    out += ["b%d-%d" % (p, p % 20) for p in range(0, 300, 7)]
+    out += ["h%d-%d" % (p, p % 20) for p in range(0, 1060, 11)] + ["h9999-0"]
     return out
 
 

@@ -888,6 +888,7 @@ static void test_light_user_turning_heavy(void **state)
         assert_int_equal(seen_add_str(s, page, PAGE, NULL, now, NULL), SEEN_OK);
     }
     assert_int_equal(seen__set_check(s), SEEN_OK);
+    s = roundtrip(s); /* the state loads back */
     uint64_t held = seen_count(s, now);
     double bits = (double)seen_bytes(s) * 8.0 / (double)held;
     fprintf(stderr, "[stat] light user turned heavy: %llu items, %.2f bits per item, %u runs\n",
