@@ -149,7 +149,8 @@
 /* Bits of Golomb codes in one run. */
 #define SEEN_MAX_CODE_BITS (UINT64_C(1) << 58)
 /* The Golomb parameter of a run. */
-#define SEEN_MAX_GOLOMB_M (UINT64_C(1) << 62)
+#define SEEN_MAX_GOLOMB_K 62u
+#define SEEN_MAX_GOLOMB_M (UINT64_C(1) << SEEN_MAX_GOLOMB_K)
 /* Low bits of an Elias-Fano run's values: a low part is read in one 64-bit
  * load.  A run whose best width is larger is Golomb-coded instead. */
 #define SEEN_EF_MAX_LOW_BITS 56u
@@ -307,9 +308,13 @@ typedef struct seen__golomb {
 } seen__golomb;
 
 void seen__golomb_init(seen__golomb *g, uint64_t m);
-/* The Golomb parameter that minimises the size of n sorted distinct values
- * spread over a range of `range` values. */
-uint64_t seen__golomb_choose(uint64_t n, uint64_t range);
+/* The power of two m that minimises the size of n sorted distinct values
+ * spread over span + 1 slots, Rice-coded (run.c). */
+uint64_t seen__golomb_choose(uint64_t n, uint64_t span);
+/* May a run keep parameter m when it holds n values over span + 1 slots:
+ * a power of two whose codes cost at most ~0.03 bit more than
+ * seen__golomb_choose's? */
+bool seen__golomb_keeps(uint64_t m, uint64_t n, uint64_t span);
 
 /* ------------------------------------------------------------ division */
 
@@ -406,6 +411,12 @@ size_t seen__run_tag_bytes(const seen__run *r);
  * buckets of SEEN_BUCKET_ITEMS / 2 (faster point lookups, a larger index). */
 seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
                           size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine);
+/* The same with Golomb parameter m for a run cut by value (0: the
+ * writer's choice, a power of two; tests give others, as earlier writers
+ * chose, to check that every reader still decodes them). */
+seen_err seen__run_encode_m(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
+                            size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine,
+                            uint64_t m);
 /* The run r without those of the sorted, distinct values vals[0..k) it
  * holds, copying the codes of every bucket none of them is in.  *applies
  * is false when this cannot be done in place (the run would lose half its

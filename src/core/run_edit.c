@@ -342,15 +342,10 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
         !nbuckets_allowed(n2, r->nbuckets) || seen__ef_wanted(r->c, n2, top - base) ||
         (n2 >= SEEN_LARGE_RUN && n2 > (uint64_t)r->nbuckets * SEEN_BUCKET_ITEMS))
         return SEEN_OK;
-    /* The Golomb parameter stays: once the new size calls for one more
-     * than a quarter away, codes would grow longer than a rebuild's (by
-     * ~0.02 bit each at a quarter; a Golomb code is flat near its best
-     * parameter). */
-    if (!run_ranked(r)) {
-        uint64_t want = seen__golomb_choose(n2, top - base);
-        if (r->golomb_m > want + want / 4 || r->golomb_m + r->golomb_m / 4 < want)
-            return SEEN_OK;
-    }
+    /* The Golomb parameter stays while it codes the new size within
+     * ~0.03 bit of the best; past that a rebuild's codes are shorter. */
+    if (!run_ranked(r) && !seen__golomb_keeps(r->golomb_m, n2, top - base))
+        return SEEN_OK;
     seen__golomb g;
     seen__golomb_init(&g, r->golomb_m);
     seen__divider mdiv;

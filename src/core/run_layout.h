@@ -164,6 +164,17 @@ reader_golomb(reader *rd, const seen__golomb *g, unsigned *used)
             *used = z + 1;
             return z;
         }
+        if (g->short_n == 0) {
+            /* m = 2^b: every remainder is long, b bits, its last bit
+             * the low one. */
+            unsigned n = z + 1 + g->b;
+            uint64_t t = (b >> (z + 1)) & (g->m - 1);
+            uint64_t r = ((t << 1) & (g->m - 1)) | (t >> (g->b - 1));
+            rd->buf = b >> n;
+            rd->avail -= n;
+            *used = n;
+            return ((uint64_t)z << g->b) + r;
+        }
         /* Short or long remainder: about half and half, so select with a
          * mask, not a branch (a mispredicted branch costs more than both
          * paths). */
@@ -183,6 +194,97 @@ reader_golomb(reader *rd, const seen__golomb *g, unsigned *used)
     *rd = sr.rd;
     *used = sr.used;
     return sr.gap;
+}
+
+/* Is g a Rice code with a remainder (m = 2^k, k >= 1, what the writer
+ * chooses)? */
+static inline bool golomb_is_rice(const seen__golomb *g)
+{
+    return g->b > 0 && g->short_n == 0;
+}
+
+/*
+ * A Rice code in two steps, for loops that decode many: rice_peek refills
+ * and returns the code's length (z: its unary part); if that is more than
+ * the bits held (a long unary part), the loop leaves for reader_golomb,
+ * which reads it (the reader is as it was: a refill twice is harmless).
+ * Otherwise rice_take consumes it.  No call stays in the loop, so two
+ * chains decoded side by side overlap: ~0.9 ns a code each in process,
+ * against 1.8 for one chain and 2.2-2.5 for a general m, whose step is
+ * bound by its instruction count.
+ */
+static inline __attribute__((always_inline)) unsigned rice_peek(reader *rd, unsigned k, unsigned *z)
+{
+    reader_refill(rd);
+    *z = (unsigned)__builtin_ctzll(rd->buf | (UINT64_C(1) << 63));
+    return *z + 1 + k;
+}
+
+/* The gap of the code rice_peek measured: k remainder bits, the low one
+ * last (a long truncated-binary remainder), so rotated into place. */
+static inline __attribute__((always_inline)) uint64_t
+rice_take(reader *rd, unsigned k, uint64_t mask, unsigned z, unsigned len)
+{
+    const uint64_t t = (rd->buf >> (z + 1)) & mask;
+    rd->buf >>= len;
+    rd->avail -= len;
+    return ((uint64_t)z << k) + (((t << 1) & mask) | (t >> (k - 1)));
+}
+
+/* n values after x into out (each previous + 1 + gap). */
+static inline __attribute__((always_inline)) void
+golomb_decode_n(reader *rd, uint64_t x, uint64_t *out, size_t n, const seen__golomb *g)
+{
+    size_t i = 0;
+    if (golomb_is_rice(g)) {
+        const unsigned k = g->b;
+        const uint64_t mask = g->m - 1;
+        for (; i < n; i++) {
+            unsigned z;
+            const unsigned len = rice_peek(rd, k, &z);
+            if (__builtin_expect(len > rd->avail, 0))
+                break;
+            x = x + 1 + rice_take(rd, k, mask, z, len);
+            out[i] = x;
+        }
+    }
+    unsigned used;
+    for (; i < n; i++) {
+        x = x + 1 + reader_golomb(rd, g, &used);
+        out[i] = x;
+    }
+}
+
+/* golomb_decode_n of two code strings in one loop, side by side. */
+static inline __attribute__((always_inline)) void
+golomb_decode_pair(reader *ra, uint64_t xa, uint64_t *oa, size_t na, reader *rb, uint64_t xb,
+                   uint64_t *ob, size_t nb, const seen__golomb *g)
+{
+    const size_t both = na < nb ? na : nb;
+    size_t i = 0;
+    if (golomb_is_rice(g)) {
+        const unsigned k = g->b;
+        const uint64_t mask = g->m - 1;
+        for (; i < both; i++) {
+            unsigned za, zb;
+            const unsigned la = rice_peek(ra, k, &za), lb = rice_peek(rb, k, &zb);
+            if (__builtin_expect((la > ra->avail) | (lb > rb->avail), 0))
+                break;
+            xa = xa + 1 + rice_take(ra, k, mask, za, la);
+            xb = xb + 1 + rice_take(rb, k, mask, zb, lb);
+            oa[i] = xa;
+            ob[i] = xb;
+        }
+    }
+    unsigned used;
+    for (; i < both; i++) {
+        xa = xa + 1 + reader_golomb(ra, g, &used);
+        xb = xb + 1 + reader_golomb(rb, g, &used);
+        oa[i] = xa;
+        ob[i] = xb;
+    }
+    golomb_decode_n(ra, xa, oa + i, na - i, g);
+    golomb_decode_n(rb, xb, ob + i, nb - i, g);
 }
 
 /* The bit position the reader has reached in the buffer it was started on. */

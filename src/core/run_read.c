@@ -68,28 +68,29 @@ void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags)
     seen__golomb g;
     seen__golomb_init(&g, r->golomb_m);
     uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
-    size_t k = 0;
-    uint64_t pos, end, it;
-    bucket_start(r, sl_bits, sl_items, 0, &pos, &it);
-    for (uint32_t j = 0; j < r->nbuckets; j++) {
-        bucket_start(r, sl_bits, sl_items, j + 1, &end, &it);
-        if (pos == end)
-            continue;
-        reader rd;
-        uint64_t org;
-        const uint8_t *codes = bucket_codes(r, pos, &org);
-        reader_init(&rd, codes, pos - org);
-        unsigned used = 0;
-        uint64_t left = end - pos;
-        uint64_t v = bucket_lo(r, j) + reader_golomb(&rd, &g, &used);
-        left -= used;
-        vals[k++] = v;
-        while (left > 0) {
-            v = v + 1 + reader_golomb(&rd, &g, &used);
-            left -= used;
-            vals[k++] = v;
+    /* Two buckets at a time, their decode chains side by side.  A bucket's
+     * first value is coded from its low end: decoded as if after low - 1. */
+    uint64_t pos0, first0;
+    bucket_start(r, sl_bits, sl_items, 0, &pos0, &first0);
+    for (uint32_t j = 0; j < r->nbuckets; j += 2) {
+        uint64_t pos1, first1, org;
+        bucket_start(r, sl_bits, sl_items, j + 1, &pos1, &first1);
+        reader ra;
+        const uint8_t *ca = bucket_codes(r, pos0, &org);
+        reader_init(&ra, ca, pos0 - org);
+        if (j + 1 == r->nbuckets) {
+            golomb_decode_n(&ra, bucket_lo(r, j) - 1, vals + first0, first1 - first0, &g);
+            break;
         }
-        pos = end;
+        uint64_t pos2, first2;
+        bucket_start(r, sl_bits, sl_items, j + 2, &pos2, &first2);
+        reader rb;
+        const uint8_t *cb = bucket_codes(r, pos1, &org);
+        reader_init(&rb, cb, pos1 - org);
+        golomb_decode_pair(&ra, bucket_lo(r, j) - 1, vals + first0, first1 - first0, &rb,
+                           bucket_lo(r, j + 1) - 1, vals + first1, first2 - first1, &g);
+        pos0 = pos2;
+        first0 = first2;
     }
     if (tags)
         seen__run_decode_tags(r, tags);
@@ -509,41 +510,21 @@ static bool cursor_fill(seen__cursor *cur, uint32_t j)
     cur->nbuf = (uint32_t)na;
     cur->ibuf = 0;
     cur->buf_first = fa;
-    const seen__golomb g = cur->g;
-    reader ra, rb;
-    unsigned used;
-    uint64_t xa = 0, xb, k = 0;
     uint64_t org;
-    if (na) {
-        const uint8_t *codes = bucket_codes(r, pa, &org);
-        reader_init(&ra, codes, pa - org);
-        xa = bucket_lo(r, j) + reader_golomb(&ra, &g, &used);
-        cur->buf[0] = xa;
-        k = 1;
-    }
+    reader ra;
+    const uint8_t *ca = bucket_codes(r, pa, &org);
+    reader_init(&ra, ca, pa - org);
     if (two) {
-        const uint8_t *codes = bucket_codes(r, pb, &org);
-        reader_init(&rb, codes, pb - org);
-        xb = bucket_lo(r, j + 1) + reader_golomb(&rb, &g, &used);
-        cur->buf2[0] = xb;
-        uint64_t i = 1;
-        for (; i < nb && k < na; i++, k++) {
-            xa = xa + 1 + reader_golomb(&ra, &g, &used);
-            xb = xb + 1 + reader_golomb(&rb, &g, &used);
-            cur->buf[k] = xa;
-            cur->buf2[i] = xb;
-        }
-        for (; i < nb; i++) {
-            xb = xb + 1 + reader_golomb(&rb, &g, &used);
-            cur->buf2[i] = xb;
-        }
+        reader rb;
+        const uint8_t *cb = bucket_codes(r, pb, &org);
+        reader_init(&rb, cb, pb - org);
+        golomb_decode_pair(&ra, bucket_lo(r, j) - 1, cur->buf, na, &rb, bucket_lo(r, j + 1) - 1,
+                           cur->buf2, nb, &cur->g);
         cur->nbuf2 = (uint32_t)nb;
         cur->buf2_first = fb;
         cur->next_bucket = j + 1;
-    }
-    for (; k < na; k++) {
-        xa = xa + 1 + reader_golomb(&ra, &g, &used);
-        cur->buf[k] = xa;
+    } else {
+        golomb_decode_n(&ra, bucket_lo(r, j) - 1, cur->buf, na, &cur->g);
     }
     return true;
 }
@@ -604,8 +585,21 @@ int seen__cursor_find(seen__cursor *cur, uint64_t v)
         reader rd;
         reader_init(&rd, cur->codes, pos);
         uint64_t left = cur->end - pos;
+        if (golomb_is_rice(&g)) {
+            const unsigned k = g.b;
+            const uint64_t mask = g.m - 1;
+            while (x < v && left > 0) {
+                unsigned z;
+                const unsigned len = rice_peek(&rd, k, &z);
+                if (__builtin_expect(len > rd.avail, 0))
+                    break; /* a long unary part: reader_golomb reads it */
+                x = x + 1 + rice_take(&rd, k, mask, z, len);
+                left -= len;
+                item++;
+            }
+        }
         unsigned used = 0;
-        do {
+        while (x < v) {
             if (left == 0) {
                 cur->pos = cur->end;
                 cur->have_cur = false;
@@ -614,7 +608,7 @@ int seen__cursor_find(seen__cursor *cur, uint64_t v)
             x = x + 1 + reader_golomb(&rd, &g, &used);
             left -= used;
             item++;
-        } while (x < v);
+        }
         pos = cur->end - left;
     }
     cur->cur = x;

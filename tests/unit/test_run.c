@@ -102,6 +102,8 @@ static int in_place_adds, widened_adds, ef_adds_in_place;
  * or (ef) Elias-Fano; true if the run was stored in two blocks. */
 /* Deletes check_run saw applied to Elias-Fano runs in place. */
 static int ef_deletes_in_place;
+/* Runs check_run coded with a general Golomb parameter. */
+static int general_runs;
 
 static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
 {
@@ -140,8 +142,22 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
         run.code_bits++;
         assert_int_equal(seen__ef_shape(&run), SEEN_ERR_FORMAT_CORRUPT);
         run.code_bits--;
+    } else if (rng_below(r, 3) == 0 && n > 1) {
+        /* A general Golomb parameter, as earlier writers chose (the writer
+         * now takes powers of two): every reader below decodes it too. */
+        uint64_t m = seen__golomb_choose(n, v[n - 1] - v[0]);
+        m = m < 4 ? 3 : m > SEEN_MAX_GOLOMB_M / 2 ? m - 1 : m + m / 2 + 1;
+        assert_int_equal(seen__run_encode_m(&run, 1, v, t, n, ids, nsegs, fine, m), SEEN_OK);
+        if (!run_ranked(&run)) {
+            assert_int_equal(run.golomb_m, m);
+            general_runs++;
+        }
     } else {
         assert_int_equal(seen__run_encode(&run, 1, v, t, n, ids, nsegs, fine), SEEN_OK);
+        if (!run_ranked(&run)) {
+            uint64_t m = run.golomb_m;
+            assert_true(m > 0 && (m & (m - 1)) == 0);
+        }
     }
     assert_int_equal(seen__run_validate(&run), SEEN_OK);
     uint32_t per = fine ? SEEN_BUCKET_ITEMS / 2 : SEEN_BUCKET_ITEMS;
@@ -560,6 +576,8 @@ static void test_runs(void **state)
         assert_true(splits * 2 > tried);
     }
     assert_true(in_place_adds > 0);
+    fprintf(stderr, "[stat] runs: %d Golomb runs with a general parameter\n", general_runs);
+    assert_true(general_runs > 10);
     fprintf(stderr, "[stat] runs: %d adds to Elias-Fano runs in place\n", ef_adds_in_place);
     assert_true(ef_adds_in_place > 0);
     fprintf(stderr, "[stat] runs: %d deletes from Elias-Fano runs in place\n", ef_deletes_in_place);
