@@ -258,6 +258,8 @@ size_t seen_runs(const seen_set *set, seen_run_info *out, size_t cap);
 
 /* Exact size seen_serialize() will write. */
 size_t seen_serialized_size(const seen_set *set);
+/* SEEN_ERR_BUFFER if cap is below that size (buf's first cap bytes are then
+ * unspecified; the set is unchanged). */
 seen_err seen_serialize(const seen_set *set, uint8_t *buf, size_t cap, size_t *written);
 /* Validates every field; malformed input gets an error, never a crash. */
 seen_err seen_deserialize(const uint8_t *buf, size_t len, seen_set **out);

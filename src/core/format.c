@@ -332,11 +332,13 @@ seen_err seen__serialize_as(const seen_set *s, unsigned version, uint8_t *buf, s
     if (s == NULL || (buf == NULL && cap > 0) || version < oldest_version(s) ||
         version > FORMAT_WRITTEN)
         return SEEN_ERR_ARG;
-    size_t need = seen__serialized_size_as(s, version);
-    if (cap < need)
-        return SEEN_ERR_BUFFER;
+    /* One pass: the writer copies only what fits and counts the rest (the
+     * caller has usually just asked seen_serialized_size, a pass of its
+     * own). */
     wbuf w = {buf, 0, cap};
     write_all(s, &w, version);
+    if (w.len > cap || cap - w.len < CHECKSUM_BYTES)
+        return SEEN_ERR_BUFFER;
     uint64_t sum = XXH3_64bits(buf, w.len);
     put_u64(&w, sum);
     if (written)
