@@ -159,6 +159,12 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
     uint64_t *vals = NULL; /* candidates as one run's values, then their tags */
     int32_t *tags = NULL;
     uint64_t *keys = NULL; /* the candidates' keys, padded (locate_by_values) */
+    /* A page of adds or a small query: its scratch on the stack (each
+     * allocation through Redis's allocator also asks its size). */
+    enum { LOCATE_SMALL = 64 };
+    uint64_t vals_small[LOCATE_SMALL], keys_small[LOCATE_SMALL + SEEN_CURSOR_PAD];
+    int32_t tags_small[LOCATE_SMALL];
+    const bool on_stack = n <= LOCATE_SMALL;
     seen_err err = SEEN_OK;
     for (uint32_t ri = 0; ri < s->nruns && err == SEEN_OK; ri++) {
         const seen__run *r = &s->runs[ri];
@@ -175,7 +181,7 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
         }
         if (any && (uint64_t)r->n <= (uint64_t)n * SEEN_BY_VALUES_RATIO) {
             if (keys == NULL) {
-                keys = seen__malloc((n + SEEN_CURSOR_PAD) * sizeof *keys);
+                keys = on_stack ? keys_small : seen__malloc((n + SEEN_CURSOR_PAD) * sizeof *keys);
                 if (keys == NULL) {
                     err = SEEN_ERR_NOMEM;
                 } else {
@@ -188,7 +194,10 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
             if (err == SEEN_OK)
                 err = locate_by_values(r, keys, n, tr, presence_only && all, rank);
         } else if (any) {
-            if (vals == NULL) {
+            if (vals == NULL && on_stack) {
+                vals = vals_small;
+                tags = tags_small;
+            } else if (vals == NULL) {
                 vals = seen__malloc(n * (sizeof *vals + sizeof *tags));
                 if (vals == NULL) {
                     if (tr != tr_small)
@@ -210,8 +219,10 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
         if (tr != tr_small)
             seen__free(tr);
     }
-    seen__free(vals);
-    seen__free(keys);
+    if (vals != vals_small)
+        seen__free(vals);
+    if (keys != keys_small)
+        seen__free(keys);
     if (err != SEEN_OK)
         return err;
 head:

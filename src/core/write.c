@@ -107,8 +107,9 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
         }
         renumbered = true;
     }
-    /* Scratch arrays in one block; on the stack for small batches. */
-    enum { SMALL = 16 };
+    /* Scratch arrays in one block; on the stack for small batches (a
+     * feed's page of adds). */
+    enum { SMALL = 64 };
     const size_t per = sizeof(seen__kv) + sizeof(int64_t) + sizeof(int32_t) + 2 * sizeof(uint32_t);
     _Alignas(16) uint8_t small[SMALL * (sizeof(seen__kv) + sizeof(int64_t) + sizeof(int32_t) +
                                         2 * sizeof(uint32_t))];
@@ -288,8 +289,8 @@ seen_err seen_add_str(seen_set *s, const seen_str *items, size_t n, const int64_
     seen_err err = seen__check_strs(items, n);
     if (err != SEEN_OK)
         return err;
-    uint64_t small[16] = {0};
-    uint64_t *keys = n <= 16 ? small : seen__malloc(n * sizeof *keys);
+    uint64_t small[64] = {0};
+    uint64_t *keys = n <= 64 ? small : seen__malloc(n * sizeof *keys);
     if (keys == NULL)
         return SEEN_ERR_NOMEM;
     for (size_t i = 0; i < n; i++)
@@ -309,8 +310,8 @@ seen_err seen_add_int(seen_set *s, const uint64_t *items, size_t n, const int64_
         return SEEN_ERR_IDS;
     if (n > SEEN_MAX_BATCH)
         return SEEN_ERR_BATCH;
-    uint64_t small[16] = {0};
-    uint64_t *keys = n <= 16 ? small : seen__malloc(n * sizeof *keys);
+    uint64_t small[64] = {0};
+    uint64_t *keys = n <= 64 ? small : seen__malloc(n * sizeof *keys);
     if (keys == NULL)
         return SEEN_ERR_NOMEM;
     for (size_t i = 0; i < n; i++)
