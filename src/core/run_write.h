@@ -43,11 +43,18 @@ static inline void aw_put(acc_writer *w, uint64_t v, unsigned n)
 static inline void golomb_put(acc_writer *w, const seen__golomb *g, const seen__divider *mdiv,
                               uint64_t gap)
 {
-    uint64_t q = g->m > 1 ? seen__div(mdiv, gap) : gap;
-    uint64_t r = gap - q * g->m;
-    uint64_t code = 0;
+    uint64_t q, code = 0;
     unsigned len = 0;
-    if (g->b != 0) {
+    if (golomb_is_rice(g)) {
+        /* m = 2^b, as the writer chooses: a long remainder, its top b - 1
+         * bits then its lowest. */
+        q = gap >> g->b;
+        const uint64_t r = gap & (g->m - 1);
+        code = (r >> 1) | ((r & 1) << (g->b - 1));
+        len = g->b;
+    } else if (g->b != 0) {
+        q = seen__div(mdiv, gap);
+        const uint64_t r = gap - q * g->m;
         /* Short or long remainder, about half and half: select without a
          * branch, as the decoder does. */
         uint64_t is_long = r >= g->short_n;
@@ -56,6 +63,8 @@ static inline void golomb_put(acc_writer *w, const seen__golomb *g, const seen__
         uint64_t mask = 0 - is_long;
         code = (long_code & mask) | (r & ~mask);
         len = g->b - 1 + (unsigned)is_long;
+    } else {
+        q = gap; /* m = 1 */
     }
     if (q + 1 + len <= 56) {
         aw_put(w, (UINT64_C(1) << q) | (code << (q + 1)), (unsigned)q + 1 + len);
