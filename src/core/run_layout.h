@@ -108,6 +108,41 @@ static inline uint64_t reader_take(reader *rd, unsigned k)
     return v;
 }
 
+/* Is g a Rice code with a remainder (m = 2^k, k >= 1, what the writer
+ * chooses)? */
+static inline bool golomb_is_rice(const seen__golomb *g)
+{
+    return g->b > 0 && g->short_n == 0;
+}
+
+/*
+ * A Rice code in two steps, for loops that decode many: rice_peek refills
+ * and returns the code's length (z: its unary part); if that is more than
+ * the bits held (a long unary part), the loop leaves for reader_golomb,
+ * which reads it (the reader is as it was: a refill twice is harmless).
+ * Otherwise rice_take consumes it.  No call stays in the loop, so two
+ * chains decoded side by side overlap: ~0.9 ns a code each in process,
+ * against 1.8 for one chain and 2.2-2.5 for a general m, whose step is
+ * bound by its instruction count.
+ */
+static inline __attribute__((always_inline)) unsigned rice_peek(reader *rd, unsigned k, unsigned *z)
+{
+    reader_refill(rd);
+    *z = (unsigned)__builtin_ctzll(rd->buf | (UINT64_C(1) << 63));
+    return *z + 1 + k;
+}
+
+/* The gap of the code rice_peek measured: k remainder bits, the low one
+ * last (a long truncated-binary remainder), so rotated into place. */
+static inline __attribute__((always_inline)) uint64_t
+rice_take(reader *rd, unsigned k, uint64_t mask, unsigned z, unsigned len)
+{
+    const uint64_t t = (rd->buf >> (z + 1)) & mask;
+    rd->buf >>= len;
+    rd->avail -= len;
+    return ((uint64_t)z << k) + (((t << 1) & mask) | (t >> (k - 1)));
+}
+
 /* The case of reader_golomb where a code is longer than the bits held: a
  * long unary part, or the ~50-bit remainders of exact 64-bit keys (every
  * lookup in an exact set of thousands of items comes here). */
@@ -165,15 +200,9 @@ reader_golomb(reader *rd, const seen__golomb *g, unsigned *used)
             return z;
         }
         if (g->short_n == 0) {
-            /* m = 2^b: every remainder is long, b bits, its last bit
-             * the low one. */
-            unsigned n = z + 1 + g->b;
-            uint64_t t = (b >> (z + 1)) & (g->m - 1);
-            uint64_t r = ((t << 1) & (g->m - 1)) | (t >> (g->b - 1));
-            rd->buf = b >> n;
-            rd->avail -= n;
-            *used = n;
-            return ((uint64_t)z << g->b) + r;
+            /* m = 2^b, as the writer chooses: no short remainders. */
+            *used = z + 1 + g->b;
+            return rice_take(rd, g->b, g->m - 1, z, *used);
         }
         /* Short or long remainder: about half and half, so select with a
          * mask, not a branch (a mispredicted branch costs more than both
@@ -194,41 +223,6 @@ reader_golomb(reader *rd, const seen__golomb *g, unsigned *used)
     *rd = sr.rd;
     *used = sr.used;
     return sr.gap;
-}
-
-/* Is g a Rice code with a remainder (m = 2^k, k >= 1, what the writer
- * chooses)? */
-static inline bool golomb_is_rice(const seen__golomb *g)
-{
-    return g->b > 0 && g->short_n == 0;
-}
-
-/*
- * A Rice code in two steps, for loops that decode many: rice_peek refills
- * and returns the code's length (z: its unary part); if that is more than
- * the bits held (a long unary part), the loop leaves for reader_golomb,
- * which reads it (the reader is as it was: a refill twice is harmless).
- * Otherwise rice_take consumes it.  No call stays in the loop, so two
- * chains decoded side by side overlap: ~0.9 ns a code each in process,
- * against 1.8 for one chain and 2.2-2.5 for a general m, whose step is
- * bound by its instruction count.
- */
-static inline __attribute__((always_inline)) unsigned rice_peek(reader *rd, unsigned k, unsigned *z)
-{
-    reader_refill(rd);
-    *z = (unsigned)__builtin_ctzll(rd->buf | (UINT64_C(1) << 63));
-    return *z + 1 + k;
-}
-
-/* The gap of the code rice_peek measured: k remainder bits, the low one
- * last (a long truncated-binary remainder), so rotated into place. */
-static inline __attribute__((always_inline)) uint64_t
-rice_take(reader *rd, unsigned k, uint64_t mask, unsigned z, unsigned len)
-{
-    const uint64_t t = (rd->buf >> (z + 1)) & mask;
-    rd->buf >>= len;
-    rd->avail -= len;
-    return ((uint64_t)z << k) + (((t << 1) & mask) | (t >> (k - 1)));
 }
 
 /* n values after x into out (each previous + 1 + gap). */
