@@ -499,8 +499,15 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
          * whole on every flush, where taking them splices them in. */
         bool folds_at_once = rl->n >= 1 && rl->r[rl->n - 1].c == plan &&
                              (uint64_t)rl->r[rl->n - 1].n + ns->hn <= SEEN_SINGLE_RUN_MAX;
+        /* A larger last run holding several segments (an import's slices,
+         * settled into one run) takes no head either: every merge into it
+         * would write all its tags again (10,000 items: ~200,000
+         * instructions a flush, every ten adds).  The head starts a run of
+         * its own, as a live key's new slice does. */
+        bool one_segment = rl->n >= 1 && rl->r[rl->n - 1].nsegs <= 1;
         if (!merged && rl->n >= 1 && !(sealed && rest == HEAD_ALL) &&
-            (folds_at_once || (rl->n >= 2 && (uint64_t)rl->r[rl->n - 1].n * 2 <= stored))) {
+            (folds_at_once ||
+             (one_segment && rl->n >= 2 && (uint64_t)rl->r[rl->n - 1].n * 2 <= stored))) {
             /* Into the recent run, if the budget allows and its divisor is
              * not coarser than the plan.  A recent run coarser than the plan
              * (a set outgrowing an old plan fast: a light user turned heavy)
