@@ -112,6 +112,20 @@ static seen_err locate_by_values(const seen__run *r, const uint64_t *keys, size_
     return SEEN_OK;
 }
 
+/* The first h' >= h with keys[h'] == key, or n.  Four keys a step, with
+ * one branch on all four: a single add scans a head of up to 256 keys
+ * (100,000 items: a key a step was ~6% of the add). */
+static inline uint32_t head_find(const uint64_t *keys, uint32_t h, uint32_t n, uint64_t key)
+{
+    for (; h + 4 <= n; h += 4)
+        if ((keys[h] == key) | (keys[h + 1] == key) | (keys[h + 2] == key) | (keys[h + 3] == key))
+            break;
+    for (; h < n; h++)
+        if (keys[h] == key)
+            return h;
+    return n;
+}
+
 /*
  * For candidates sorted by key, the rank of the newest segment alive at q
  * holding each one, or -1 when none does.  Runs are walked with a cursor,
@@ -231,13 +245,14 @@ head:
     /* The head is small and unsorted: scan it per candidate for small
      * batches, sort a copy and merge for large ones. */
     if ((uint64_t)n * s->head_n <= 8192) {
-        /* Compare keys first (a tight loop); segments only on a match. */
+        /* Compare keys first (head_find); segments only on a match. */
+        const uint64_t *hkeys = s->head_keys;
+        const uint32_t hn = s->head_n;
         uint32_t hint = 0;
         for (size_t i = 0; i < n; i++) {
             uint64_t key = cand[i].key;
-            for (uint32_t h = 0; h < s->head_n; h++) {
-                if (s->head_keys[h] != key)
-                    continue;
+            for (uint32_t h = head_find(hkeys, 0, hn, key); h < hn;
+                 h = head_find(hkeys, h + 1, hn, key)) {
                 int32_t k = seg_find_near(s->segs, s->nsegs, s->head_segs[h], &hint);
                 if (k >= 0 && k > rank[i] && seg_alive(s, &s->segs[k], s->origin, q))
                     rank[i] = k;

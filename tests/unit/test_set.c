@@ -1271,8 +1271,13 @@ static void test_writes_near_linear(void **state)
         double r2 = time_write(p, &pi, 2 * N + 5, 1, true);
         fprintf(stderr, "[stat] %s: add x4 -> %.2fx time, remove from x4 -> %.2fx\n",
                 families[f].name, a2 / (a1 > 1e-6 ? a1 : 1e-6), r2 / (r1 > 1e-6 ? r1 : 1e-6));
-        assert_true(a2 < 8.0 * a1 + 0.002);
-        assert_true(r2 < 8.0 * r1 + 0.002);
+        /* A removal from 80,000 items takes a few milliseconds, and with
+         * the sanitizers, and another test on the other hyperthread
+         * sharing the caches (make -j2 test), it measured up to 13 times
+         * the one from 20,000: the slack is 5 ms, where a quadratic write
+         * at these sizes takes seconds. */
+        assert_true(a2 < 8.0 * a1 + 0.005);
+        assert_true(r2 < 8.0 * r1 + 0.005);
     }
     items_free(&pi);
 }
