@@ -360,12 +360,12 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
         }
         /* Fine buckets: for exact keys (~55 bits each, so the index is
          * noise) and for the run that takes the head in a large set (see
-         * SEEN_HEAD_LARGE_SET). */
+         * SEEN_FINE_RECENT_SET). */
         uint64_t stored = 0;
         for (uint32_t i = 0; i < s->nruns; i++)
             stored += s->runs[i].n;
-        bool fine =
-            c_out == 1 || (with_head != HEAD_NONE && ninputs <= 1 && stored >= SEEN_HEAD_LARGE_SET);
+        bool fine = c_out == 1 ||
+                    (with_head != HEAD_NONE && ninputs <= 1 && stored >= SEEN_FINE_RECENT_SET);
         err = seen__run_encode(out, c_out, ov, ot, n, seg_ids, used_cnt, fine);
         seen__free(tag_of);
     }
