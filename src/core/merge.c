@@ -280,10 +280,16 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
         goto done;
     }
     /* k-way merge; equal values collapse into the newest segment.  Two
-     * inputs (a run and the head) is the common case: merge them directly. */
+     * non-empty inputs is the common case (a run and the head; a recent run
+     * folded into main, the head's part of ended slices often empty): merge
+     * them directly. */
     size_t n = 0;
-    if (nst == 2) {
-        stream *x = &st[0], *y = &st[1];
+    size_t two[2], nonempty = 0;
+    for (size_t i = 0; i < nst; i++)
+        if (st[i].n > 0 && nonempty++ < 2)
+            two[nonempty - 1] = i;
+    if (nonempty == 2) {
+        stream *x = &st[two[0]], *y = &st[two[1]];
         size_t i = 0, j = 0;
         while (i < x->n || j < y->n) {
             uint64_t v;
@@ -311,8 +317,8 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
                 n++;
             }
         }
-        for (size_t k = 0; k < 2; k++)
-            st[k].pos = st[k].n; /* the general loop below has nothing left */
+        x->pos = x->n; /* the general loop below has nothing left */
+        y->pos = y->n;
     }
     for (;;) {
         int best = -1;
