@@ -1234,6 +1234,92 @@ static double time_write(const seen_policy *p, const probe_items *pi, size_t hel
     return best;
 }
 
+/* The slice a run's newest segment belongs to, and whether the run holds
+ * several slices. */
+static int64_t run_newest_slice(const seen_set *s, const seen__run *r, bool *several)
+{
+    const uint32_t *ids = (const uint32_t *)(const void *)r->mem;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (uint32_t t = 0; t < r->nsegs; t++)
+        for (uint32_t k = 0; k < s->nsegs; k++)
+            if (s->segs[k].id == ids[t]) {
+                lo = s->segs[k].slice < lo ? s->segs[k].slice : lo;
+                hi = s->segs[k].slice > hi ? s->segs[k].slice : hi;
+            }
+    *several = lo < hi;
+    return hi;
+}
+
+/* Imports settle into runs holding several slices each: here three
+ * windows of history, each imported and settled in turn (the second half
+ * of the items twice, as `make bench-core`'s steady set is built).  Live
+ * adds that follow, within one slice, go to runs of their own: none of
+ * the settled runs holding ended slices takes them (each merge into one
+ * would write all its tags again), and every item stays seen. */
+static void test_live_adds_after_import(void **state)
+{
+    (void)state;
+    seen_policy p;
+    seen_policy_default(&p);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    enum { N = 10000, ADDS = 1500 };
+    const int64_t window = 90 * DAY, end = T0 + 3 * window;
+    probe_items pi;
+    items_alloc(&pi, 2 * N + ADDS);
+    for (size_t i = 0; i < 2 * N + ADDS; i++)
+        items_set(&pi, i, i * 0x9e3779b97f4a7c15u + 7);
+    const size_t first[3] = {N, 0, N};
+    int64_t at[100];
+    for (int w = 0; w < 3; w++) {
+        const int64_t w_end = end - (2 - w) * window;
+        for (size_t i = 0; i < N; i += 100) {
+            for (size_t j = 0; j < 100; j++)
+                at[j] = w_end - window + (int64_t)((double)window * (double)(i + j) / (double)N);
+            assert_int_equal(seen_add_str(s, pi.strs + first[w] + i, 100, at, at[99], NULL),
+                             SEEN_OK);
+        }
+        assert_int_equal(seen_expire(s, w_end), SEEN_OK);
+    }
+    /* The settled runs that hold an ended slice and others. */
+    const int64_t step = window / N;
+    /* Times here are past the origin: a slice is a plain quotient. */
+    const int64_t slice = (end + step - s->origin) / (int64_t)s->slice_ms;
+    uint32_t mixed = 0;
+    for (uint32_t i = 0; i < s->nruns; i++) {
+        bool several;
+        run_newest_slice(s, &s->runs[i], &several);
+        mixed += several;
+    }
+    assert_true(mixed > 0); /* the state this test is about */
+    size_t added = 0;
+    for (size_t i = 0; i < ADDS; i++) {
+        int64_t t = end + step * (int64_t)(i + 1);
+        if ((t - s->origin) / (int64_t)s->slice_ms != slice)
+            break; /* a slice that ends folds runs: another path */
+        assert_int_equal(seen_add_str(s, pi.strs + 2 * N + i, 1, NULL, t, NULL), SEEN_OK);
+        added++;
+        for (uint32_t r = 0; r < s->nruns; r++) {
+            bool several;
+            int64_t newest = run_newest_slice(s, &s->runs[r], &several);
+            /* A run holding ended slices and the current one would be a
+             * settled run that took the head. */
+            assert_false(several && newest == slice && s->runs[r].n > SEEN_SINGLE_RUN_MAX);
+        }
+    }
+    assert_true(added > 100);
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    s = roundtrip(s);
+    uint8_t *seen = malloc(added);
+    assert_int_equal(seen_filter_str(s, pi.strs + 2 * N, added, end + step * (int64_t)added, seen),
+                     SEEN_OK);
+    for (size_t i = 0; i < added; i++)
+        assert_int_equal(seen[i], 1);
+    free(seen);
+    items_free(&pi);
+    seen_free(s);
+}
+
 /* Every write is near-linear in the items it brings plus the items the key
  * holds, under every policy family: four times both must cost well under
  * the 16 times a quadratic write would (ratios measured in one run, best of
@@ -2119,6 +2205,7 @@ int main(void)
         cmocka_unit_test(test_capped_segments_bounded),
         cmocka_unit_test(test_burst_after_small_history),
         cmocka_unit_test(test_light_user_turning_heavy),
+        cmocka_unit_test(test_live_adds_after_import),
         cmocka_unit_test(test_loaded_edges_take_writes),
         cmocka_unit_test(test_writes_near_linear),
         cmocka_unit_test(test_removal_in_large_runs),
