@@ -27,7 +27,7 @@ void seen__next_discard(const seen_set *s, next_state *ns)
     memset(ns, 0, sizeof *ns);
 }
 
-seen_err seen__next_begin(const seen_set *s, next_state *ns, int64_t now, size_t extra_segs)
+seen_err seen__next_begin(const seen_set *s, next_state *ns, int64_t now)
 {
     memset(ns, 0, sizeof *ns);
     /* The write's own time decides what is alive.  The set's clock only
@@ -41,9 +41,13 @@ seen_err seen__next_begin(const seen_set *s, next_state *ns, int64_t now, size_t
     ns->hwm = s->hwm;
     ns->hwm_clock = s->hwm_clock;
     ns->next_seg_id = s->next_seg_id;
-    ns->segs_cap = s->nsegs + (uint32_t)(extra_segs < 16 ? extra_segs : 16) + 1;
-    /* With room for a capped set's spans, so the commit can put them after
+    /* Exactly the set's segments: most writes open none, and a table with
+     * room to spare would be shrunk again by the commit (a malloc, a
+     * realloc and a free on every single add was ~8% of one at 100,000
+     * items).  A write that opens segments grows it (next_segs_reserve).
+     * With room for a capped set's spans, so the commit can put them after
      * the segments without allocating. */
+    ns->segs_cap = s->nsegs;
     ns->segs = seen__malloc(seen__segs_block_bytes(s, ns->segs_cap));
     if (ns->segs == NULL)
         return SEEN_ERR_NOMEM;

@@ -97,7 +97,7 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
         *added = 0;
 
     next_state ns;
-    if ((err = seen__next_begin(s, &ns, now, n)) != SEEN_OK)
+    if ((err = seen__next_begin(s, &ns, now)) != SEEN_OK)
         return err;
     bool renumbered = false;
     if ((uint64_t)ns.next_seg_id + n + 1 > SEEN_SEG_ID_LIMIT) {
@@ -370,7 +370,7 @@ static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, 
     if (removed)
         *removed = 0;
     next_state ns;
-    if ((err = seen__next_begin(s, &ns, now, 0)) != SEEN_OK)
+    if ((err = seen__next_begin(s, &ns, now)) != SEEN_OK)
         return err;
     seen__kv *kv = seen__malloc((n ? n : 1) * sizeof *kv);
     int32_t *rank = seen__malloc((n ? n : 1) * sizeof *rank);
@@ -578,7 +578,7 @@ seen_err seen_expire(seen_set *s, int64_t now)
     if (err != SEEN_OK)
         return err;
     next_state ns;
-    if ((err = seen__next_begin(s, &ns, now, 0)) != SEEN_OK)
+    if ((err = seen__next_begin(s, &ns, now)) != SEEN_OK)
         return err;
     err = seen__finish_write(s, &ns, false);
     if (err != SEEN_OK)

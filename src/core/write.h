@@ -188,7 +188,7 @@ seen_err seen__check_strs(const seen_str *items, size_t n);
 
 /* state.c */
 void seen__next_discard(const seen_set *s, next_state *ns);
-seen_err seen__next_begin(const seen_set *s, next_state *ns, int64_t now, size_t extra_segs);
+seen_err seen__next_begin(const seen_set *s, next_state *ns, int64_t now);
 bool seen__next_head_push(next_state *ns, uint64_t key, uint32_t seg);
 bool seen__next_head_prune(const seen_set *s, next_state *ns);
 void seen__next_expire(const seen_set *s, next_state *ns);
