@@ -82,25 +82,41 @@ uint32_t seen__head_cap_for(uint32_t n)
     return c;
 }
 
+/* The head in a block of its own of `cap` entries (cap >= hn). */
+static bool next_head_move(next_state *ns, uint32_t cap)
+{
+    uint64_t *k;
+    uint32_t *g;
+    if (!seen__head_alloc(&k, &g, cap))
+        return false;
+    if (ns->hn) {
+        memcpy(k, ns->hkeys, ns->hn * sizeof *k);
+        memcpy(g, ns->hsegs, ns->hn * sizeof *g);
+    }
+    if (ns->head_fresh)
+        seen__free(ns->hkeys);
+    ns->hkeys = k;
+    ns->hsegs = g;
+    ns->hcap = cap;
+    ns->head_fresh = true;
+    return true;
+}
+
+bool seen__next_head_reserve(next_state *ns, uint32_t n)
+{
+    return ns->hcap >= n || next_head_move(ns, seen__head_cap_for(n));
+}
+
+bool seen__next_head_fit(next_state *ns)
+{
+    uint32_t cap = seen__head_cap_for(ns->hn);
+    return !ns->head_fresh || ns->hcap <= cap || next_head_move(ns, cap);
+}
+
 bool seen__next_head_push(next_state *ns, uint64_t key, uint32_t seg)
 {
-    if (ns->hn == ns->hcap) {
-        uint32_t cap = seen__head_cap_for(ns->hn + 1);
-        uint64_t *k;
-        uint32_t *g;
-        if (!seen__head_alloc(&k, &g, cap))
-            return false;
-        if (ns->hn) {
-            memcpy(k, ns->hkeys, ns->hn * sizeof *k);
-            memcpy(g, ns->hsegs, ns->hn * sizeof *g);
-        }
-        if (ns->head_fresh)
-            seen__free(ns->hkeys);
-        ns->hkeys = k;
-        ns->hsegs = g;
-        ns->hcap = cap;
-        ns->head_fresh = true;
-    }
+    if (ns->hn == ns->hcap && !next_head_move(ns, seen__head_cap_for(ns->hn + 1)))
+        return false;
     ns->hkeys[ns->hn] = key;
     ns->hsegs[ns->hn] = seg;
     ns->hn++;

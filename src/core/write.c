@@ -5,6 +5,9 @@
  */
 #include "write.h"
 
+/* Batches of up to this many items reserve their head entries at once. */
+#define SEEN_HEAD_RESERVE_MAX 4096u
+
 /*
  * Give segments the ids 0..nsegs-1 when ids near SEEN_SEG_ID_LIMIT (a hot
  * key with a capacity opens a segment every few items, for years).  Runs
@@ -212,6 +215,12 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
     }
     size_t new_items = 0;
     uint32_t prune_at = ns.nsegs * 2 + 64;
+    /* A page's entries in one head block (a larger batch grows it step by
+     * step, which amortizes, and a capped set may prune it as it goes). */
+    if (u > 1 && u <= SEEN_HEAD_RESERVE_MAX && !seen__next_head_reserve(&ns, ns.hn + (uint32_t)u)) {
+        err = SEEN_ERR_NOMEM;
+        goto out;
+    }
     for (size_t oi = 0; oi < u; oi++) {
         size_t i = order[oi];
         int64_t when = item_time(at, kv[i].idx, now);
@@ -267,6 +276,10 @@ static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int6
                 prune_at = ns.nsegs * 2 + 64;
             }
         }
+    }
+    if (!seen__next_head_fit(&ns)) {
+        err = SEEN_ERR_NOMEM;
+        goto out;
     }
     err = seen__finish_write(s, &ns, renumbered);
     if (err == SEEN_OK && added)

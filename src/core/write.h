@@ -189,6 +189,13 @@ seen_err seen__check_strs(const seen_str *items, size_t n);
 /* state.c */
 void seen__next_discard(const seen_set *s, next_state *ns);
 seen_err seen__next_begin(const seen_set *s, next_state *ns, int64_t now);
+/* Room in the head for n entries in all, in one block: a batch's pushes
+ * then allocate once, not at each step of the capacity sequence.  The
+ * block follows the sequence, so if every item is pushed it is the one
+ * the steps would have reached; seen__next_head_fit trims it to the
+ * sequence's size for what was pushed (as a loaded set's head is). */
+bool seen__next_head_reserve(next_state *ns, uint32_t n);
+bool seen__next_head_fit(next_state *ns);
 bool seen__next_head_push(next_state *ns, uint64_t key, uint32_t seg);
 bool seen__next_head_prune(const seen_set *s, next_state *ns);
 void seen__next_expire(const seen_set *s, next_state *ns);
