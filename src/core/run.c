@@ -350,9 +350,11 @@ void seen__run_put_tags(seen__run *r, const uint16_t *tags, const tag_source *ol
     } else if (r->nsegs > 1) {
         uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
         uint32_t per = run_tags_per_word(r);
-        /* Digits of a word, least significant first: collected, then
-         * folded from the top. */
-        uint16_t digits[64];
+        const uint64_t k = r->nsegs;
+        /* Digits of two words, least significant first: collected, then
+         * folded from the top, the two words side by side (each fold is
+         * a chain of multiply-adds; two chains overlap). */
+        uint16_t digits[128];
         uint32_t nd = 0;
         uint64_t word_i = 0;
         size_t total = old_tags ? old_tags->n_old : r->n;
@@ -360,19 +362,23 @@ void seen__run_put_tags(seen__run *r, const uint16_t *tags, const tag_source *ol
             if (old_tags && old_tags->skip[i])
                 continue;
             digits[nd++] = old_tags ? old_tags->tags[i] : tags[i];
-            if (nd == per) {
-                uint64_t word = 0;
-                for (uint32_t d = nd; d > 0; d--)
-                    word = word * r->nsegs + digits[d - 1];
-                seen__store64le(tw + word_i++ * 8, word);
+            if (nd == 2 * per) {
+                uint64_t wa = 0, wb = 0;
+                for (uint32_t d = per; d > 0; d--) {
+                    wa = wa * k + digits[d - 1];
+                    wb = wb * k + digits[per + d - 1];
+                }
+                seen__store64le(tw + word_i++ * 8, wa);
+                seen__store64le(tw + word_i++ * 8, wb);
                 nd = 0;
             }
         }
-        if (nd > 0) {
+        for (uint32_t from = 0; from < nd; from += per) {
+            uint32_t to = nd - from < per ? nd : from + per;
             uint64_t word = 0;
-            for (uint32_t d = nd; d > 0; d--)
-                word = word * r->nsegs + digits[d - 1];
-            seen__store64le(tw + word_i * 8, word);
+            for (uint32_t d = to; d > from; d--)
+                word = word * k + digits[d - 1];
+            seen__store64le(tw + word_i++ * 8, word);
         }
     }
 }
