@@ -2,8 +2,9 @@
 back: histories migrated from legacy ZSETs and SETs spanning one to three
 windows, AT imports in every order, re-add storms and huge batches on capped
 keys, the capped EXACT INT fold, a burst far past a light history's plan,
-a small capped key whose fingerprints collide as ids are added again, and
-capped keys backfilled after live writes (their steps' time ranges).  After
+a small capped key whose fingerprints collide as ids are added again,
+capped keys backfilled after live writes (their steps' time ranges), and
+a key settled from three windows of imports taking live adds.  After
 each workload the answers and bytes of every key must survive DEBUG RELOAD,
 a restart from RDB, a restart from AOF, a replica's full sync and
 DUMP/RESTORE; nothing may be refused and the server must stay up.  (make test-module-san runs this file against the
@@ -208,6 +209,35 @@ def write_everything(server, tmp_path):
             pipe.execute_command("SEEN.ADD", key, *page)
         pipe.execute()  # raises on a refused write
         w.expect(key, hist + [it for page in pages[::7] for it in page])
+
+    # Three windows of history, each imported in time-stamped pages and
+    # settled in turn (as bench-core builds its steady set), then live adds
+    # in the next slice: the settled runs hold several slices each, and the
+    # head starts a run of its own beside them rather than merging into one.
+    n, window = 10000, 90 * DAY
+    end = now - 10 * DAY
+    first = (n, 0, n)
+    pipe = c.pipeline(transaction=False)
+    for wi in range(3):
+        w_end = end - (2 - wi) * window
+        for i in range(0, n, 100):
+            pairs = []
+            for j in range(100):
+                pairs += [w_end - window + window * (i + j) // n, "st%d" % (first[wi] + i + j)]
+            pipe.execute_command("SEEN.INSERT", "settled", "NOW", pairs[-2], "TIMED", "ITEMS",
+                                 *pairs)
+        pipe.execute_command("SEEN.COMPACT", "settled", "NOW", w_end)
+    pipe.execute()
+    step = window // n
+    for i in range(300):
+        c.execute_command("SEEN.INSERT", "settled", "NOW", end + step * (i + 1), "ITEMS",
+                          "stlive%d" % i)
+    runs = info_map(c.execute_command("SEEN.INFO", "settled"))["runs"]
+    assert any(r["segments"] >= 2 and r["items"] > 1024 for r in runs), runs
+    assert runs[-1]["segments"] == 1 and runs[-1]["items"] < 1024, runs
+    # The last window's items younger than 85 days, and the live ones.
+    w.expect("settled", ["st%d" % (n + i) for i in range(2000, n, 37)] +
+             ["stlive%d" % i for i in range(300)])
 
     # A small capped key at a high error, a few ids added again and again:
     # fingerprint collisions move shadow marks (the count must stay safe).
