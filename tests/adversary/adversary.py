@@ -165,7 +165,8 @@ class Run:
                       file=sys.stderr)
             except redis.RedisError:
                 pass
-        fail("seed %d" % self.seed)
+        # Again last: a log cut to its tail still says what failed.
+        fail("seed %d: %s" % (self.seed, what))
 
     # ---------------------------------------------------------- the model
     def make_key(self, capped=False, exact=None):
@@ -379,8 +380,12 @@ class Run:
         probe = self.rng.sample(list(k["items"]), min(300, len(k["items"])))
         probe += ["copy-probe-%d" % i if not k["ints"] else 10 ** 15 + i for i in range(100)]
         body = "\n".join(map(str, probe))
-        a = self.cmd("SEEN.MFILTER", 1, name, "REPLY", "FLAGS", "BULK", body)
-        b = self.srv.c.execute_command("SEEN.MFILTER", 1, copy, "REPLY", "FLAGS", "BULK", body)
+        # Both asked as of one moment: on a fast clock a slice may end
+        # between the two commands.
+        at = self.srv.now() + 1
+        a = self.cmd("SEEN.MFILTER", 1, name, "AT", at, "REPLY", "FLAGS", "BULK", body)
+        b = self.srv.c.execute_command("SEEN.MFILTER", 1, copy, "AT", at, "REPLY", "FLAGS", "BULK",
+                                       body)
         if a != b:
             self.report(name, "a RESTOREd copy answers otherwise than its key")
         self.keys[copy] = dict(k, items=dict(k["items"]), log=["RESTORE of %s" % name])
@@ -435,6 +440,10 @@ class Run:
         if self.replica is None:
             return
         m, rc = self.srv.c, self.replica.c
+        # While writers are paused the server deletes no expired key: it
+        # only hides it, and the replica keeps it until the DEL comes.  The
+        # pause ends here, so the PTTL below deletes (and replicates) them.
+        m.execute_command("CLIENT", "UNPAUSE")
         # The replica's clock is the server's give or take the moments
         # between their starts (hours, on a fast clock): a key that expires
         # by TTL within that of now is left out.
