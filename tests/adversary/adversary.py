@@ -382,12 +382,25 @@ class Run:
         body = "\n".join(map(str, probe))
         # Both asked as of one moment: on a fast clock a slice may end
         # between the two commands.
+        digest = lambda: [self.srv.c.execute_command("DEBUG", "DIGEST-VALUE", x)
+                          for x in (name, copy)]
+        before = digest()
         at = self.srv.now() + 1
         a = self.cmd("SEEN.MFILTER", 1, name, "AT", at, "REPLY", "FLAGS", "BULK", body)
         b = self.srv.c.execute_command("SEEN.MFILTER", 1, copy, "AT", at, "REPLY", "FLAGS", "BULK",
                                        body)
         if a != b:
-            self.report(name, "a RESTOREd copy answers otherwise than its key")
+            # The same bytes answer the same.  A key and its copy may hold
+            # different bytes when one was compacted after the DUMP (an
+            # import's compaction is due for the key, found later by the
+            # sweep for the copy): then only false positives may differ.
+            digests = before + digest()
+            must = set(self.must_see(k, at))
+            differ = [i for i in range(len(probe)) if a[i:i + 1] != b[i:i + 1]]
+            if (len(set(map(tuple, digests))) == 1 or k["error"] == 0 or
+                    any(probe[i] in must for i in differ)):
+                self.report(name, "a RESTOREd copy answers otherwise than its key: %d of %d"
+                            " candidates, e.g. %r" % (len(differ), len(probe), probe[differ[0]]))
         self.keys[copy] = dict(k, items=dict(k["items"]), log=["RESTORE of %s" % name])
 
     def wait_no_child(self):
