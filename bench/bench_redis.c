@@ -17,6 +17,9 @@
  *     latency (one connection, one request at a time, full hiredis decode),
  *     for every input and reply form of SEEN.FILTER/MFILTER, SMISMEMBER,
  *     ZMSCORE, ZRANGE-everything-then-filter-in-the-client and BF.MEXISTS.
+ *     Beside REPLY BULK and REPLY FLAGS at 10,000 on 10,000, in the same
+ *     rounds: GETs of strings as long as their replies, what the reply's
+ *     bytes cost the server whoever made them.
  *   - Adds of 20 items (one feed page) to random users: items/s.
  *   - The false-positive rate, on fresh candidates.
  *
@@ -764,6 +767,82 @@ static void time_core(int h, const batch *bts, int64_t now, core_result *out)
     out->hash_us = minimum(hs, n) * 1e6;
 }
 
+/* ----------------------------------------------- a reply's bytes alone */
+
+transport_result TRANSPORT;
+
+typedef struct get_ctx {
+    char *cmd;
+    size_t len;
+    long long want; /* bytes of the string */
+} get_ctx;
+
+static void get_gen(void *ctx, int conn, drv_req *req, char **scratch, size_t *cap)
+{
+    (void)conn, (void)scratch, (void)cap;
+    get_ctx *g = ctx;
+    req->buf = g->cmd;
+    req->len = g->len;
+    req->units = 1;
+    req->tag = 0;
+}
+
+static int get_check(void *ctx, const drv_req *req, const drv_tally *t)
+{
+    (void)req;
+    const get_ctx *g = ctx;
+    return t->type == REDIS_REPLY_STRING && t->len == g->want;
+}
+
+/* Server CPU per GET of a `len`-byte string, with the load the query
+ * forms are measured under. */
+static double get_cost_us(const drv_server *srv, redisContext *ctl, long long len)
+{
+    char key[64];
+    snprintf(key, sizeof key, "bench:bytes:%lld", len);
+    char *value = xmalloc((size_t)len + 1);
+    memset(value, 'x', (size_t)len);
+    const char *argv[3] = {"SET", key, value};
+    size_t lens[3] = {3, strlen(key), (size_t)len};
+    freeReplyObject(drv_cmd_argv(ctl, 3, argv, lens));
+    free(value);
+    const char *gargv[2] = {"GET", key};
+    size_t glens[2] = {3, strlen(key)};
+    get_ctx g = {NULL, 0, len};
+    int n = redisFormatCommandArgv(&g.cmd, 2, gargv, glens);
+    if (n < 0)
+        drv_die("out of memory formatting a command");
+    g.len = (size_t)n;
+    drv_load load = {C.conns, C.depth, C.slot_s, C.quick ? 3 : 8, C.quick ? 1.0 : 3.0, "get"};
+    drv_result res;
+    drv_run(srv, ctl, &load, get_gen, get_check, &g, &res);
+    free(g.cmd);
+    return res.server_us_per_req;
+}
+
+/* Round r of the transport control, in the rounds of the workload whose
+ * REPLY BULK queries `bulk` holds: GETs of strings as long as its first
+ * batch's REPLY BULK reply and as long as a REPLY FLAGS reply (one byte a
+ * candidate). */
+static void measure_transport(const drv_server *srv, redisContext *ctl, const query_ctx *bulk,
+                              int r)
+{
+    if (!TRANSPORT.ran) {
+        if (redisAppendFormattedCommand(ctl, bulk->cmd[0], bulk->len[0]) != REDIS_OK)
+            drv_die("transport: %s", ctl->errstr);
+        redisReply *rep = NULL;
+        if (redisGetReply(ctl, (void **)&rep) != REDIS_OK || rep == NULL ||
+            rep->type != REDIS_REPLY_STRING)
+            drv_die("transport: no REPLY BULK string");
+        TRANSPORT.bulk_len = (long long)rep->len;
+        TRANSPORT.flags_len = bulk->bt[0].n;
+        freeReplyObject(rep);
+        TRANSPORT.ran = 1;
+    }
+    TRANSPORT.bulk_us[r] = get_cost_us(srv, ctl, TRANSPORT.bulk_len);
+    TRANSPORT.flags_us[r] = get_cost_us(srv, ctl, TRANSPORT.flags_len);
+}
+
 static void run_queries(const drv_server *srv, redisContext *ctl, redisContext *lat,
                         char **hist_ids, int64_t now)
 {
@@ -813,6 +892,8 @@ static void run_queries(const drv_server *srv, redisContext *ctl, redisContext *
                     if (mi <= M_BULK_BULK && res.units_per_s > best)
                         best = res.units_per_s;
                 }
+                if (hn == 10000 && bn == 10000 && method_enabled(&METHODS[M_BULK_BULK]))
+                    measure_transport(srv, ctl, &qs[M_BULK_BULK], r);
                 for (int mi = 0; mi < NMETHODS; mi++)
                     RES[h][b][mi].ratio[r] = RES[h][b][mi].thr[r] / RES[h][b][M_SMISMEMBER].thr[r],
                     RES[h][b][mi].cpu_ratio[r] =

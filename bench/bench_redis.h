@@ -125,6 +125,15 @@ typedef struct core_result {
     double hash_us;  /* seen_query_str alone: hash and sort the candidates */
 } core_result;
 
+/* What a reply's bytes cost on their own: GET of strings as long as the
+ * REPLY BULK and REPLY FLAGS replies of one workload, measured in the same
+ * rounds as the two forms. */
+typedef struct transport_result {
+    int ran;
+    long long bulk_len, flags_len;                    /* bytes of each reply */
+    double bulk_us[MAX_ROUNDS], flags_us[MAX_ROUNDS]; /* server CPU per GET */
+} transport_result;
+
 typedef struct add_result {
     const char *label;
     int ran;
@@ -167,6 +176,7 @@ extern core_result CORE[MAX_HIST][MAX_BATCH];
 extern seen_set *REF[MAX_HIST];
 extern long long REF_SERIALIZED[MAX_HIST][2]; /* in-process, and SEEN.INFO's */
 extern add_result ADDS[NADDS];
+extern transport_result TRANSPORT; /* the 10,000-candidate, 10,000-item workload */
 extern const int SAT_METHODS[2];
 
 /* Progress goes to stderr, with the elapsed time. */
