@@ -794,18 +794,30 @@ static int get_check(void *ctx, const drv_req *req, const drv_tally *t)
     return t->type == REDIS_REPLY_STRING && t->len == g->want;
 }
 
-/* Server CPU per GET of a `len`-byte string, with the load the query
- * forms are measured under. */
-static double get_cost_us(const drv_server *srv, redisContext *ctl, long long len)
+/* The string key of `len` bytes the transport control reads. */
+static void bytes_key(char *key, size_t cap, long long len)
+{
+    snprintf(key, cap, "bench:bytes:%lld", len);
+}
+
+static void set_bytes_key(redisContext *ctl, long long len)
 {
     char key[64];
-    snprintf(key, sizeof key, "bench:bytes:%lld", len);
+    bytes_key(key, sizeof key, len);
     char *value = xmalloc((size_t)len + 1);
     memset(value, 'x', (size_t)len);
     const char *argv[3] = {"SET", key, value};
     size_t lens[3] = {3, strlen(key), (size_t)len};
     freeReplyObject(drv_cmd_argv(ctl, 3, argv, lens));
     free(value);
+}
+
+/* Server CPU per GET of the `len`-byte string, with the load the query
+ * forms are measured under. */
+static double get_cost_us(const drv_server *srv, redisContext *ctl, long long len)
+{
+    char key[64];
+    bytes_key(key, sizeof key, len);
     const char *gargv[2] = {"GET", key};
     size_t glens[2] = {3, strlen(key)};
     get_ctx g = {NULL, 0, len};
@@ -837,6 +849,8 @@ static void measure_transport(const drv_server *srv, redisContext *ctl, const qu
         TRANSPORT.bulk_len = (long long)rep->len;
         TRANSPORT.flags_len = bulk->bt[0].n;
         freeReplyObject(rep);
+        set_bytes_key(ctl, TRANSPORT.bulk_len);
+        set_bytes_key(ctl, TRANSPORT.flags_len);
         TRANSPORT.ran = 1;
     }
     TRANSPORT.bulk_us[r] = get_cost_us(srv, ctl, TRANSPORT.bulk_len);
