@@ -122,7 +122,7 @@ format-check:
 # Unit tests link the library's internals (white-box tests of the codec).
 TEST_CFLAGS = $(CSTD) -Wall -Wextra -Werror $(DEFS) -Iinclude -Isrc/core -Itests/unit
 TEST_COMMON = tests/unit/testutil.c tests/unit/testutil.h
-UNIT_TESTS = test_run test_set test_format
+UNIT_TESTS = test_run test_set test_format test_raw_keys
 
 $(BUILD)/tests/%: tests/unit/%.c $(TEST_COMMON) $(BUILD)/libseen.a
 	@mkdir -p $(dir $@)

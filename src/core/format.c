@@ -38,6 +38,11 @@
  * item-time range (seen__span) after its step number: clock - hi (zigzag)
  * and hi - lo.  A set without a capacity is written as version 4. */
 #define FORMAT_V5 5u
+/* Version 6 is version 5 (version 4 without a capacity) for an IDS INT set
+ * still keyed by its raw ids (raw_keys): header flag V6_RAW_KEYS, which
+ * only version 6 has and always sets.  Its runs are exact (c = 1) and its
+ * plan divisor 0.  Every other set is written as before. */
+#define FORMAT_V6 6u
 #define V4_USUAL_WINDOW_MS UINT64_C(7776000000) /* 90 days */
 #define V4_USUAL_SLICES 4u
 #define V4_USUAL_ERROR 0.001
@@ -70,6 +75,8 @@
 #define V4_GIVEN_CAPACITY 64u
 #define V4_GIVEN_EXACT_LIMIT 128u
 #define V4_FLAGS_KNOWN 255u
+#define V6_RAW_KEYS 256u
+#define V6_FLAGS_KNOWN 511u
 
 /* Powers of ten exact in binary64 (10^22 is the last). */
 static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
@@ -192,20 +199,32 @@ static void write_payload(wbuf *w, const seen__run *r)
 }
 
 /* The newest version written, the version a set is written in by
- * default (5 for a set with a capacity, whose segments' time ranges only
- * version 5 keeps, else 4), and the oldest that can hold it (2; 3 for a
- * run only version 3 allows; 4 for an Elias-Fano run).  A capped set
+ * default (6 for a set keyed by raw ids, which only version 6 holds; else
+ * 5 for a set with a capacity, whose segments' time ranges only version 5
+ * keeps, else 4), and the oldest that can hold it (2; 3 for a run only
+ * version 3 allows; 4 for an Elias-Fano run; 6 for raw keys).  A capped set
  * written in an older version loses its ranges, and places later items as
  * if each step's range were everything up to its newest item. */
-#define FORMAT_WRITTEN FORMAT_V5
+#define FORMAT_WRITTEN FORMAT_V6
 
 static unsigned default_version(const seen_set *s)
 {
+    if (s->raw_keys)
+        return FORMAT_V6;
     return s->policy.capacity ? FORMAT_V5 : FORMAT_V4;
+}
+
+/* Version 6 holds raw keys and only them: the newest a set may be
+ * written in. */
+static unsigned newest_version(const seen_set *s)
+{
+    return s->raw_keys ? FORMAT_V6 : FORMAT_V5;
 }
 
 static unsigned oldest_version(const seen_set *s)
 {
+    if (s->raw_keys)
+        return FORMAT_V6;
     unsigned v = FORMAT_V2;
     for (uint32_t i = 0; i < s->nruns; i++) {
         const seen__run *r = &s->runs[i];
@@ -236,7 +255,7 @@ static void write_header_varint(const seen_set *s, wbuf *w, bool v4)
         given |= p->exact_limit != V4_USUAL_EXACT_LIMIT ? V4_GIVEN_EXACT_LIMIT : 0;
     }
     uint64_t flags = (s->has_origin ? V2_HAS_ORIGIN : 0) |
-                     (p->ids == SEEN_IDS_INT ? V2_IDS_INT : 0) |
+                     (p->ids == SEEN_IDS_INT ? V2_IDS_INT : 0) | (s->raw_keys ? V6_RAW_KEYS : 0) |
                      (!decimal && (given & V4_GIVEN_ERROR) ? V2_ERROR_RAW : 0);
     put_uv(w, flags | (v4 ? given : 0));
     if (given & V4_GIVEN_WINDOW)
@@ -330,7 +349,7 @@ seen_err seen__serialize_as(const seen_set *s, unsigned version, uint8_t *buf, s
                             size_t *written)
 {
     if (s == NULL || (buf == NULL && cap > 0) || version < oldest_version(s) ||
-        version > FORMAT_WRITTEN)
+        version > newest_version(s))
         return SEEN_ERR_ARG;
     /* One pass: the writer copies only what fits and counts the rest (the
      * caller has usually just asked seen_serialized_size, a pass of its
@@ -594,8 +613,12 @@ static seen_err read_header_varint(rbuf *rb, seen_set *s, uint8_t *ids)
     seen_policy *p = &s->policy;
     bool v4 = rb->version >= FORMAT_V4;
     uint64_t flags = get_uv(rb);
-    if (flags & ~(uint64_t)(v4 ? V4_FLAGS_KNOWN : V2_FLAGS_KNOWN))
+    uint64_t known = rb->version >= FORMAT_V6 ? V6_FLAGS_KNOWN
+                     : v4                     ? V4_FLAGS_KNOWN
+                                              : V2_FLAGS_KNOWN;
+    if ((flags & ~known) || (rb->version >= FORMAT_V6) != ((flags & V6_RAW_KEYS) != 0))
         return CORRUPT;
+    s->raw_keys = (flags & V6_RAW_KEYS) ? 1 : 0;
     /* Version 4: a field is written only when it differs from its usual
      * value (one form per set), and a raw error only when written. */
     uint64_t given = v4 ? flags : V4_FLAGS_KNOWN;
@@ -637,7 +660,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
     uint16_t version = get_u16(rb);
     if (rb->short_read)
         return SEEN_ERR_FORMAT_TRUNCATED;
-    if (version < FORMAT_V1 || version > FORMAT_V5)
+    if (version < FORMAT_V1 || version > FORMAT_V6)
         return SEEN_ERR_FORMAT_VERSION;
     rb->version = version;
     /* Everything else is covered by the checksum: check it before trusting
@@ -697,6 +720,9 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
     if (!s->has_origin && (nsegs || nruns || head_n))
         return CORRUPT;
     if ((s->budget == 0 && s->plan_c != 0) || s->plan_c > s->budget)
+        return CORRUPT;
+    /* Raw keys: integer ids, an error bound, and no plan yet. */
+    if (s->raw_keys && (ids != 1 || s->budget == 0 || s->plan_c != 0))
         return CORRUPT;
     /* Fixed-size parts must fit in what is left before allocating. */
     bool v1 = version == FORMAT_V1;

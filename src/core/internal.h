@@ -109,6 +109,19 @@
 /* An import (a write of items older than SEEN_IMPORT_LAG_MS) keeps up to this many stored entries
  * exact, until a live write or an expiry settles the set for what it then holds. */
 #define SEEN_IMPORT_EXACT_MAX (1u << 20)
+/* Raw integer ids (plan.c, raw_keys_stay_exact): a set keyed by its ids
+ * stays exact while ids cost at most this many bits more than
+ * fingerprints (which cost log2(1 / error) + SEEN_FINGERPRINT_OVERHEAD_BITS
+ * each; SEEN_RAW_KEYS_YOUNG_PREMIUM_BITS while it is young); ids cost log2(span / n) +
+ * SEEN_RAW_KEYS_OVERHEAD_BITS each until its runs hold SEEN_RAW_KEYS_MEASURED values, then what
+ * those measure. Past SEEN_RAW_KEYS_MAX entries it is mixed whatever the cost: leaving the raw keys
+ * rewrites the whole set at once. */
+#define SEEN_RAW_KEYS_PREMIUM_BITS 1.0
+#define SEEN_RAW_KEYS_YOUNG_PREMIUM_BITS 4.0
+#define SEEN_FINGERPRINT_OVERHEAD_BITS 2.0
+#define SEEN_RAW_KEYS_OVERHEAD_BITS 2.5
+#define SEEN_RAW_KEYS_MEASURED 64u
+#define SEEN_RAW_KEYS_MAX (1u << 20)
 /* Items older than this before a write's `now` (or than one slice, if
  * shorter) make the write an import: a feed's own events lag by seconds. */
 #define SEEN_IMPORT_LAG_MS (10ll * 60 * 1000)
@@ -584,6 +597,11 @@ struct seen_set {
     int64_t hwm_clock;
     uint32_t next_seg_id;
     uint8_t has_origin;
+    /* An IDS INT set with an error bound whose keys are still the ids
+     * themselves, stored exactly (runs with c = 1): clustered ids cost
+     * fewer bits so than fingerprints.  Cleared, once, when the set leaves
+     * its exact phase and its keys are mixed (plan.c). */
+    uint8_t raw_keys;
     seen__segment *segs; /* age order; with a capacity, the block goes on
                             with each segment's seen__span (seen__set_spans) */
     uint32_t nsegs;
@@ -609,7 +627,7 @@ static inline size_t seen__segs_block_bytes(const seen_set *s, uint32_t nsegs)
 }
 
 /* The key an item is stored under: strings hashed, ints mixed unless the
- * set is exact. */
+ * set is exact or still keyed by the raw ids (raw_keys). */
 uint64_t seen__int_key(const seen_set *s, uint64_t item);
 
 /* Policy-derived fields; false if the policy is invalid. */

@@ -65,7 +65,25 @@ static seen_err stream_from_run(const seen_set *s, const next_state *ns, const s
     bool all_live = true;
     for (uint32_t k = 0; k < r->nsegs; k++)
         all_live &= tr[k] >= 0;
-    if (all_live && nrm == 0 && f.kind == 0) {
+    seen_err err = SEEN_OK;
+    if (ns->mixing) {
+        /* Raw ids (an exact run) leaving for mixed keys: mixed, divided,
+         * and sorted again with their ranks. */
+        seen__kv *kv = seen__malloc((r->n ? r->n : 1) * sizeof *kv);
+        if (kv == NULL) {
+            err = SEEN_ERR_NOMEM;
+        } else {
+            for (size_t i = 0; i < r->n; i++)
+                if (tr[t[i]] >= 0)
+                    kv[w++] = (seen__kv){seen__div(&f, seen__mix64(v[i])), (uint32_t)tr[t[i]]};
+            err = seen__sort_kv(kv, w);
+            for (size_t i = 0; i < w; i++) {
+                v[i] = kv[i].key;
+                rank[i] = (int32_t)kv[i].idx;
+            }
+            seen__free(kv);
+        }
+    } else if (all_live && nrm == 0 && f.kind == 0) {
         for (size_t i = 0; i < r->n; i++)
             rank[i] = tr[t[i]];
         w = r->n;
@@ -85,6 +103,11 @@ static seen_err stream_from_run(const seen_set *s, const next_state *ns, const s
     }
     seen__free(t);
     seen__free(tr);
+    if (err != SEEN_OK) {
+        seen__free(v);
+        seen__free(rank);
+        return err;
+    }
     st->v = v;
     st->rank = rank;
     st->n = w;
@@ -122,7 +145,8 @@ static seen_err stream_from_head(const seen_set *s, const next_state *ns, head_p
             continue;
         if (nrm && in_sorted(rm, nrm, ns->hkeys[h]))
             continue;
-        kv[m++] = (seen__kv){seen__div(&d, ns->hkeys[h]), (uint32_t)seg_mapped(ns, k)};
+        uint64_t key = ns->mixing ? seen__mix64(ns->hkeys[h]) : ns->hkeys[h];
+        kv[m++] = (seen__kv){seen__div(&d, key), (uint32_t)seg_mapped(ns, k)};
     }
     seen_err err = seen__sort_kv(kv, m);
     if (err == SEEN_OK) {
@@ -156,7 +180,7 @@ static seen_err merge_in_place(const seen_set *s, next_state *ns, const seen__ru
                                head_part with_head, uint64_t c_out, seen__run *out, bool *done)
 {
     *done = false;
-    if (r->c != c_out || ns->seg_map != NULL || ns->hn == 0)
+    if (r->c != c_out || ns->seg_map != NULL || ns->hn == 0 || ns->mixing)
         return SEEN_OK;
     const uint32_t *ids = seen__run_segs(r);
     for (uint32_t t = 0; t < r->nsegs; t++) {

@@ -34,15 +34,6 @@ static int64_t oldest_live_start(const seen_set *s, const next_state *ns)
     return INT64_MAX;
 }
 
-bool seen__next_exact_phase(const seen_set *s, const next_state *ns, uint64_t live)
-{
-    if (s->budget == 0)
-        return true;
-    if (ns->plan_c != 0)
-        return false;
-    return live <= s->policy.exact_limit;
-}
-
 /* Young: a windowed set whose live items span less than one slice of data
  * time, too little to tell the user's rate. */
 static bool is_young(const seen_set *s, const next_state *ns)
@@ -97,6 +88,77 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
     if (t < entries)
         t = entries;
     return t ? t : 1;
+}
+
+/*
+ * Raw integer ids.  An IDS INT set keeps its ids as they are, exactly,
+ * while that costs no more than fingerprints would at the size it is
+ * planned for.  Ids drawn from a catalogue cluster: 300 of a 400,000-id
+ * range cost log2(400,000 / 300) + ~2.5 = ~13 bits each, where
+ * fingerprints cost log2(1 / error) + ~2 = ~12 at 0.001 in a set's steady
+ * state and more while its plan is young.  Exact ids answer with no false
+ * positives; SEEN_RAW_KEYS_PREMIUM_BITS is what the set pays for that.
+ * A young set's fingerprints cost more than nominal (its plan is a guess
+ * and each halving of it leaves a run: 300 ids in a 10-minute session took
+ * ~18 bits each), so until its data spans a slice it stays exact while ids
+ * cost up to SEEN_RAW_KEYS_YOUNG_PREMIUM_BITS more; the decision to mix is
+ * never undone, so it waits for a rate it can trust.
+ * Random 64-bit ids cost ~55 bits each exactly, so such a set leaves its
+ * exact phase at its exact limit, as a hashed one does.
+ *
+ * The estimate of exact bits per id at the planned size: from the runs'
+ * own codes and index once they hold SEEN_RAW_KEYS_MEASURED values (the
+ * gaps narrow by log2(planned / held) as more ids of the same range come;
+ * a head key outside their range counts 64 bits), and from the span of
+ * the keys before that.
+ */
+static bool raw_keys_stay_exact(const seen_set *s, const next_state *ns, const seen__run *runs,
+                                uint32_t nruns, uint64_t live)
+{
+    uint64_t held = 0, lo = UINT64_MAX, hi = 0, bits = 0;
+    for (uint32_t i = 0; i < nruns; i++) {
+        const seen__run *r = &runs[i];
+        held += r->n;
+        bits += r->code_bits + 8 * (uint64_t)seen__run_index_bytes(r);
+        lo = r->base < lo ? r->base : lo;
+        hi = r->base + r->span > hi ? r->base + r->span : hi;
+    }
+    const uint64_t entries = held + ns->hn;
+    if (entries > SEEN_RAW_KEYS_MAX)
+        return false;
+    if (entries == 0)
+        return true;
+    /* Head keys outside the runs' range (wide ids arriving) cost a full
+     * key each once merged; those inside, what the runs' ids cost. */
+    uint64_t outside = 0, all_lo = lo, all_hi = hi;
+    for (uint32_t h = 0; h < ns->hn; h++) {
+        const uint64_t k = ns->hkeys[h];
+        outside += k < lo || k > hi;
+        all_lo = k < all_lo ? k : all_lo;
+        all_hi = k > all_hi ? k : all_hi;
+    }
+    const double n = (double)plan_target(s, ns, live, entries);
+    double exact;
+    if (held >= SEEN_RAW_KEYS_MEASURED) {
+        double inside = (double)bits / (double)held - log2(n / (double)held);
+        exact = (inside * (double)(entries - outside) + 64.0 * (double)outside) / (double)entries;
+    } else {
+        exact = log2(((double)(all_hi - all_lo) + 1.0) / n) + SEEN_RAW_KEYS_OVERHEAD_BITS;
+    }
+    double fingerprint = log2(1.0 / s->policy.error) + SEEN_FINGERPRINT_OVERHEAD_BITS;
+    return exact <= fingerprint + (is_young(s, ns) ? SEEN_RAW_KEYS_YOUNG_PREMIUM_BITS
+                                                   : SEEN_RAW_KEYS_PREMIUM_BITS);
+}
+
+bool seen__next_exact_phase(const seen_set *s, const next_state *ns, const seen__run *runs,
+                            uint32_t nruns, uint64_t live)
+{
+    if (s->budget == 0)
+        return true;
+    if (ns->plan_c != 0)
+        return false;
+    return live <= s->policy.exact_limit ||
+           (ns->raw_keys && raw_keys_stay_exact(s, ns, runs, nruns, live));
 }
 
 static uint64_t ideal_divisor(const seen_set *s, uint64_t target)
@@ -465,7 +527,8 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
      * for part of it could never be refined.  The first live write or
      * expiry after it settles the set for what it then holds. */
     bool importing = ns->backfill && entries <= SEEN_IMPORT_EXACT_MAX;
-    bool exact = seen__next_exact_phase(s, ns, live) || (importing && ns->plan_c == 0);
+    bool exact =
+        seen__next_exact_phase(s, ns, rl->r, rl->n, live) || (importing && ns->plan_c == 0);
     uint64_t target = plan_target(s, ns, live, entries);
 
     if (!exact && ns->plan_c == 0) {
@@ -475,9 +538,14 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
         const seen__run *in[RUNLIST_MAX];
         for (uint32_t i = 0; i < rl->n; i++)
             in[i] = &rl->r[i];
+        /* Raw integer ids are mixed on the way: from here on the set's
+         * keys are fingerprints of mixed ids, as every later write's. */
+        ns->mixing = ns->raw_keys != 0;
         err = seen__merge_build(s, ns, in, rl->n, HEAD_ALL, ns->plan_c, NULL, 0, &nr, &empty);
+        ns->mixing = false;
         if (err != SEEN_OK)
             goto fail;
+        ns->raw_keys = 0;
         seen__runlist_replace(rl, 0, rl->n, &nr, empty);
         ns->hn = 0;
     } else if (importing && ns->hn) {
@@ -666,7 +734,7 @@ static bool unsettled(const seen_set *s, const next_state *ns)
     if (s->budget == 0 || (s->nruns == 0 && ns->hn == 0))
         return false;
     if (ns->plan_c == 0)
-        return !seen__next_exact_phase(s, ns, seen__next_live_items(s, ns));
+        return !seen__next_exact_phase(s, ns, s->runs, s->nruns, seen__next_live_items(s, ns));
     unsigned __int128 used = 0;
     uint64_t exact = 0;
     for (uint32_t i = 0; i < s->nruns; i++) {
@@ -720,8 +788,11 @@ int seen_compactable(const seen_set *s, int64_t now)
     ns.origin = s->origin;
     ns.newest = s->newest;
     ns.plan_c = s->plan_c;
+    ns.raw_keys = s->raw_keys;
     ns.segs = s->segs;
     ns.nsegs = s->nsegs;
+    ns.hkeys = s->head_keys;
+    ns.hsegs = s->head_segs;
     ns.hn = s->head_n;
     return unsettled(s, &ns) ? 1 : 0;
 }

@@ -415,7 +415,7 @@ seen_err seen_query_run(const seen_set *s, seen_query *q, int64_t now, uint8_t *
     if (err != SEEN_OK)
         return err;
     const seen__kv *cand = q->by_key;
-    if (q->ids == SEEN_IDS_INT && s->policy.error > 0) {
+    if (q->ids == SEEN_IDS_INT && s->policy.error > 0 && !s->raw_keys) {
         if (q->by_mixed == NULL) {
             seen__kv *m = seen__malloc((q->n ? q->n : 1) * sizeof *m);
             if (m == NULL)

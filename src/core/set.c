@@ -83,7 +83,7 @@ bool seen__set_derive(seen_set *s)
 
 uint64_t seen__int_key(const seen_set *s, uint64_t item)
 {
-    return s->policy.error > 0 ? seen__mix64(item) : item;
+    return s->policy.error > 0 && !s->raw_keys ? seen__mix64(item) : item;
 }
 
 seen_err seen_create(const seen_policy *policy, seen_set **out)
@@ -98,6 +98,9 @@ seen_err seen_create(const seen_policy *policy, seen_set **out)
         return SEEN_ERR_NOMEM;
     s->policy = *policy;
     seen__set_derive(s);
+    /* Integer ids start keyed as they are: exact while that is the smaller
+     * form (plan.c), and mixed into fingerprints once it is not. */
+    s->raw_keys = policy->ids == SEEN_IDS_INT && policy->error > 0;
     *out = s;
     return SEEN_OK;
 }
@@ -316,6 +319,10 @@ seen_err seen__set_check(const seen_set *s)
 {
     if (s == NULL)
         return SEEN_ERR_ARG;
+    /* Raw keys: an IDS INT set with a budget, still in its exact phase. */
+    if (s->raw_keys > 1 ||
+        (s->raw_keys && (s->policy.ids != SEEN_IDS_INT || s->budget == 0 || s->plan_c != 0)))
+        return CORRUPT;
     for (uint32_t i = 0; i < s->nsegs; i++) {
         const seen__segment *g = &s->segs[i];
         if (g->shadow > g->phys || (g->dropped && g->shadow) || g->id >= s->next_seg_id ||
@@ -348,7 +355,7 @@ seen_err seen__set_check(const seen_set *s)
             err = CORRUPT;
             break;
         }
-        if ((s->budget == 0 || s->plan_c == 0) && r->c != 1) {
+        if ((s->budget == 0 || s->plan_c == 0 || s->raw_keys) && r->c != 1) {
             err = CORRUPT;
             break;
         }

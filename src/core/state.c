@@ -37,6 +37,7 @@ seen_err seen__next_begin(const seen_set *s, next_state *ns, int64_t now)
     ns->origin = s->origin;
     ns->newest = s->newest;
     ns->has_origin = s->has_origin;
+    ns->raw_keys = s->raw_keys;
     ns->plan_c = s->plan_c;
     ns->hwm = s->hwm;
     ns->hwm_clock = s->hwm_clock;
@@ -432,6 +433,7 @@ void seen__commit_next(seen_set *s, next_state *ns)
     s->origin = ns->origin;
     s->newest = ns->newest;
     s->has_origin = ns->has_origin;
+    s->raw_keys = ns->raw_keys;
     s->plan_c = ns->plan_c;
     s->hwm = ns->hwm;
     s->hwm_clock = ns->hwm_clock;

@@ -112,6 +112,10 @@ typedef struct next_state {
     int64_t hwm_clock;
     uint32_t next_seg_id;
     uint8_t has_origin;
+    uint8_t raw_keys; /* as in seen_set; cleared by the flush that mixes */
+    /* Set for the one merge that leaves raw keys: runs and head are read
+     * as raw ids and mixed before they are divided (merge.c). */
+    bool mixing;
     bool backfill; /* the write imports past history (see flush) */
     /* Coalescing count steps (next_coalesce): table index -> the index
      * its entries move to as runs are rewritten; NULL when none do. */
@@ -213,7 +217,8 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
                            size_t nrm, seen__run *out, bool *empty);
 
 /* plan.c */
-bool seen__next_exact_phase(const seen_set *s, const next_state *ns, uint64_t live);
+bool seen__next_exact_phase(const seen_set *s, const next_state *ns, const seen__run *runs,
+                            uint32_t nruns, uint64_t live);
 bool seen__run_has_dead(const seen_set *s, const next_state *ns, const seen__run *r);
 void seen__runlist_release_created(runlist *rl);
 void seen__runlist_replace(runlist *rl, uint32_t a, uint32_t b, const seen__run *nr, bool empty);

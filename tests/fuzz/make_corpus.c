@@ -136,6 +136,22 @@ static void write_batch_programs(const char *root)
         prog[n++] = 0x81, prog[n++] = 40, prog[n++] = 3, prog[n++] = (uint8_t)(k * 5),
         prog[n++] = 0;
     write_file(dir, "exact-int-clustered-outliers", prog, n);
+    /* An INT set with an error bound, no exact limit: dense ids (kept
+     * exact, keyed raw), queries, then wide ids (mixed into fingerprints
+     * at once), then an import of dense ids into the mixed set. */
+    n = 0;
+    prog[n++] = 4, prog[n++] = 3, prog[n++] = 3 + 8;
+    for (int k = 0; k < 3; k++)
+        prog[n++] = 0x80, prog[n++] = 20, prog[n++] = 1, prog[n++] = 0, prog[n++] = 0;
+    prog[n++] = 0x84, prog[n++] = 20, prog[n++] = 1, prog[n++] = 0;
+    prog[n++] = 0x83, prog[n++] = 4, prog[n++] = 1, prog[n++] = 0;
+    prog[n++] = 5, prog[n++] = 40;
+    prog[n++] = 0x80, prog[n++] = 20, prog[n++] = 2, prog[n++] = 0, prog[n++] = 0;
+    prog[n++] = 0x84, prog[n++] = 20, prog[n++] = 1, prog[n++] = 0;
+    prog[n++] = 6, prog[n++] = 0;
+    prog[n++] = 0x80, prog[n++] = 100, prog[n++] = 1, prog[n++] = 0, prog[n++] = 3;
+    prog[n++] = 0x84, prog[n++] = 20, prog[n++] = 1, prog[n++] = 0;
+    write_file(dir, "raw-int-keys-then-wide", prog, n);
 }
 
 int main(int argc, char **argv)
@@ -168,6 +184,10 @@ int main(int argc, char **argv)
         seen_set *s;
         if (seen_create(&sets[i].p, &s) != SEEN_OK)
             return 1;
+        /* These seeds hold integer fingerprints, as they were made before
+         * sets kept dense ids raw (their ids are dense): the raw-keyed
+         * seeds follow. */
+        s->raw_keys = 0;
         fill(s, &r, sets[i].n, t0, sets[i].span, sets[i].late);
         /* Late items make the fill an import: settle it, as the module
          * does a second after an import ends, so the seeds hold compact
@@ -215,10 +235,39 @@ int main(int argc, char **argv)
         seen_free(s);
         if (seen_create(&pi, &s) != SEEN_OK)
             return 1;
+        s->raw_keys = 0;
         fill(s, &re, 60000, t0, day, 0);
         if (seen_expire(s, t0 + day) != SEEN_OK)
             return 1;
         save_set(load, "compact-int-ef", s);
+        seen_free(s);
+    }
+    {
+        /* Integer sets keyed by the raw ids (format version 6): a 10-minute
+         * session of 300 ids of a 400,000-id catalogue, and an import of
+         * dense ids over a window, settled exact. */
+        rng rr = {17};
+        seen_policy ps = {600000, 4, 0.001, 0, SEEN_IDS_INT, 16};
+        seen_policy pi = {90 * day, 4, 0.001, 0, SEEN_IDS_INT, 16};
+        seen_set *s;
+        if (seen_create(&ps, &s) != SEEN_OK)
+            return 1;
+        for (int pg = 0; pg < 15; pg++) {
+            uint64_t ids[20];
+            for (int i = 0; i < 20; i++)
+                ids[i] = 2700000 + rng_below(&rr, 400000);
+            if (seen_add_int(s, ids, 20, NULL, t0 + 40000 * (pg + 1), NULL) != SEEN_OK)
+                return 1;
+        }
+        save_set(load, "raw-int-session", s);
+        seen_free(s);
+        if (seen_create(&pi, &s) != SEEN_OK)
+            return 1;
+        fill(s, &rr, 3000, t0, 90 * day, 1);
+        save_set(load, "raw-int-import", s);
+        if (seen_expire(s, t0 + 90 * day) != SEEN_OK)
+            return 1;
+        save_set(load, "raw-int-settled", s);
         seen_free(s);
     }
     for (int i = 0; i < 48; i++) {

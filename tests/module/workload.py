@@ -58,6 +58,16 @@ def run(r, now, seed=1, prefix="w"):
     r.execute_command("SEEN.INSERT", k("clustered"), "BULK",
                       bulk([str(5000000 + 2 * i) for i in range(20000)] + [str(1 << 60)]))
     r.execute_command("SEEN.DEL", k("clustered"), 5000000 + 2 * 777, 5000000 + 2 * 15000)
+    # Integer ids with an error bound: dense ids stay exact, keyed as they
+    # are (format 6); "apps-wide" then gets wide ids and mixes them.
+    apps = [str(2700000 + i) for i in rng.sample(range(400000), 600)]
+    for name in ("apps", "apps-wide"):
+        r.execute_command("SEEN.RESERVE", k(name), "IDS", "INT", "WINDOW", "10m")
+        for page in range(15):
+            r.execute_command("SEEN.ADD", k(name), *apps[page * 20:page * 20 + 20])
+    r.execute_command("SEEN.DEL", k("apps"), apps[3], apps[50])
+    r.execute_command("SEEN.ADD", k("apps-wide"), *[str(rng.randrange(1 << 62)) for _ in range(40)])
+    r.execute_command("SEEN.COMPACT", k("apps-wide"))  # else the server does, between snapshots
     # A first session's burst (its plan halves as it grows, and the runs of
     # each halving fold), and a light user turned heavy past its first
     # slice (runs of older plans beside the burst's): pages of 20 written
@@ -76,7 +86,7 @@ def run(r, now, seed=1, prefix="w"):
                              *["h%d-%d" % (page, i) for i in range(20)])
     pipe.execute()
     return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed", "clustered",
-                           "burst", "turned")]
+                           "burst", "turned", "apps", "apps-wide")]
 
 
 def candidates(seed=1):
@@ -87,6 +97,7 @@ def candidates(seed=1):
     out += ["t%d %d" % (i, rng.randrange(1000)) for i in range(0, 4000, 13)] + ["t-a", "t-b"]
     out += [str(5000000 + i) for i in range(0, 40010, 97)] + [str(1 << 60), "7"]
     out += [str(5000000 + 2 * 777), str(5000000 + 2 * 15000)]
+    out += [str(2700000 + i) for i in range(0, 400000, 331)]
     out += ["b%d-%d" % (p, p % 20) for p in range(0, 300, 7)]
     out += ["h%d-%d" % (p, p % 20) for p in range(0, 1060, 11)] + ["h9999-0"]
     return out
