@@ -132,27 +132,55 @@ static const char *resolve_now(RedisModuleCtx *ctx, bool given, int64_t *now)
 
 /* ------------------------------------------------------------ replication */
 
-/* The arguments of a command to replicate; `owned` ones are freed after. */
+/* The arguments of a command to replicate; `owned` ones are freed after.
+ * A page of adds replicates ~25 arguments: they fit the inline arrays,
+ * and the words every write repeats are made once (repl_word), so the
+ * replicated form costs one allocation, its number. */
+enum { REPL_INLINE = 32 };
 typedef struct repl_args {
     RedisModuleString **v;
     bool *owned;
     size_t n, cap;
+    RedisModuleString *inline_v[REPL_INLINE];
+    bool inline_owned[REPL_INLINE];
 } repl_args;
 
 static void repl_push(repl_args *r, RedisModuleString *s, bool owned)
 {
     if (r->n == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 32;
-        r->v = RedisModule_Realloc(r->v, r->cap * sizeof *r->v);
-        r->owned = RedisModule_Realloc(r->owned, r->cap * sizeof *r->owned);
+        size_t cap = r->cap * 2;
+        RedisModuleString **v = RedisModule_Alloc(cap * sizeof *v);
+        bool *o = RedisModule_Alloc(cap * sizeof *o);
+        memcpy(v, r->v, r->n * sizeof *v);
+        memcpy(o, r->owned, r->n * sizeof *o);
+        if (r->v != r->inline_v) {
+            RedisModule_Free(r->v);
+            RedisModule_Free(r->owned);
+        }
+        r->v = v;
+        r->owned = o;
+        r->cap = cap;
     }
     r->v[r->n] = s;
     r->owned[r->n] = owned;
     r->n++;
 }
 
+/* Words of the replicated forms, made once and kept for the module's life
+ * (only the main thread replicates). */
+static const char *const repl_words[] = {"NOW", "ITEMS", "BULK", "TIMED", "AT"};
+static RedisModuleString *repl_word_strings[sizeof repl_words / sizeof *repl_words];
+
 static void repl_word(RedisModuleCtx *ctx, repl_args *r, const char *word)
 {
+    for (size_t i = 0; i < sizeof repl_words / sizeof *repl_words; i++) {
+        if (strcmp(word, repl_words[i]) != 0)
+            continue;
+        if (repl_word_strings[i] == NULL)
+            repl_word_strings[i] = RedisModule_CreateString(NULL, word, strlen(word));
+        repl_push(r, repl_word_strings[i], false);
+        return;
+    }
     repl_push(r, RedisModule_CreateString(ctx, word, strlen(word)), true);
 }
 
@@ -195,14 +223,19 @@ static void repl_send(RedisModuleCtx *ctx, repl_args *r, const char *command)
     for (size_t i = 0; i < r->n; i++)
         if (r->owned[i])
             RedisModule_FreeString(ctx, r->v[i]);
-    RedisModule_Free(r->v);
-    RedisModule_Free(r->owned);
+    if (r->v != r->inline_v) {
+        RedisModule_Free(r->v);
+        RedisModule_Free(r->owned);
+    }
 }
 
 /* Start the replicated form of a write: command key NOW <now>. */
 static void repl_begin(RedisModuleCtx *ctx, repl_args *r, RedisModuleString *name, int64_t now)
 {
-    memset(r, 0, sizeof *r);
+    r->v = r->inline_v;
+    r->owned = r->inline_owned;
+    r->n = 0;
+    r->cap = REPL_INLINE;
     repl_push(r, name, false);
     repl_word(ctx, r, "NOW");
     repl_number(ctx, r, now);
