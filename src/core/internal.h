@@ -121,6 +121,7 @@
 #define SEEN_FINGERPRINT_OVERHEAD_BITS 2.0
 #define SEEN_RAW_KEYS_OVERHEAD_BITS 2.5
 #define SEEN_RAW_KEYS_MEASURED 64u
+#define SEEN_RAW_KEYS_SAMPLE 256u
 #define SEEN_RAW_KEYS_MAX (1u << 20)
 /* Items older than this before a write's `now` (or than one slice, if
  * shorter) make the write an import: a feed's own events lag by seconds. */

@@ -109,9 +109,48 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
  * The estimate of exact bits per id at the planned size: from the runs'
  * own codes and index once they hold SEEN_RAW_KEYS_MEASURED values (the
  * gaps narrow by log2(planned / held) as more ids of the same range come;
- * a head key outside their range counts 64 bits), and from the span of
- * the keys before that.
+ * a head key outside their range counts the gap it opens), and from the
+ * span of the keys before that.
  */
+/* Bits the head's keys outside [lo, hi] would take coded exactly: each
+ * log2 of its gap to the next key towards the range, plus
+ * SEEN_RAW_KEYS_OVERHEAD_BITS.  At most SEEN_RAW_KEYS_SAMPLE of them are
+ * measured (the head is normally smaller), the rest counted at their
+ * average.  *outside gets how many there are. */
+static double head_outside_bits(const next_state *ns, uint64_t lo, uint64_t hi, uint64_t *outside)
+{
+    uint64_t above[SEEN_RAW_KEYS_SAMPLE], below[SEEN_RAW_KEYS_SAMPLE];
+    uint32_t na = 0, nb = 0;
+    uint64_t count = 0;
+    for (uint32_t h = 0; h < ns->hn; h++) {
+        const uint64_t k = ns->hkeys[h];
+        if (k >= lo && k <= hi)
+            continue;
+        count++;
+        if (na + nb == SEEN_RAW_KEYS_SAMPLE)
+            continue;
+        /* In order as they come: insertion into a small sorted array
+         * (above ascending from hi, below descending from lo). */
+        uint64_t *a = k > hi ? above : below;
+        uint32_t *m = k > hi ? &na : &nb;
+        uint32_t j = (*m)++;
+        while (j > 0 && (k > hi ? a[j - 1] > k : a[j - 1] < k)) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = k;
+    }
+    *outside = count;
+    if (count == 0)
+        return 0;
+    double sum = 0;
+    for (uint32_t i = 0; i < na; i++)
+        sum += log2((double)(above[i] - (i ? above[i - 1] : hi))) + SEEN_RAW_KEYS_OVERHEAD_BITS;
+    for (uint32_t i = 0; i < nb; i++)
+        sum += log2((double)((i ? below[i - 1] : lo) - below[i])) + SEEN_RAW_KEYS_OVERHEAD_BITS;
+    return sum * (double)count / (double)(na + nb);
+}
+
 static bool raw_keys_stay_exact(const seen_set *s, const next_state *ns, const seen__run *runs,
                                 uint32_t nruns, uint64_t live)
 {
@@ -128,20 +167,21 @@ static bool raw_keys_stay_exact(const seen_set *s, const next_state *ns, const s
         return false;
     if (entries == 0)
         return true;
-    /* Head keys outside the runs' range (wide ids arriving) cost a full
-     * key each once merged; those inside, what the runs' ids cost. */
-    uint64_t outside = 0, all_lo = lo, all_hi = hi;
+    uint64_t all_lo = lo, all_hi = hi;
     for (uint32_t h = 0; h < ns->hn; h++) {
-        const uint64_t k = ns->hkeys[h];
-        outside += k < lo || k > hi;
-        all_lo = k < all_lo ? k : all_lo;
-        all_hi = k > all_hi ? k : all_hi;
+        all_lo = ns->hkeys[h] < all_lo ? ns->hkeys[h] : all_lo;
+        all_hi = ns->hkeys[h] > all_hi ? ns->hkeys[h] : all_hi;
     }
     const double n = (double)plan_target(s, ns, live, entries);
     double exact;
     if (held >= SEEN_RAW_KEYS_MEASURED) {
+        /* Head keys inside the runs' range cost what the runs' ids cost;
+         * those outside, the gaps they open (head_outside_bits): new ids
+         * just past the range cost little, wide ones a whole key. */
+        uint64_t outside = 0;
+        double outside_bits = head_outside_bits(ns, lo, hi, &outside);
         double inside = (double)bits / (double)held - log2(n / (double)held);
-        exact = (inside * (double)(entries - outside) + 64.0 * (double)outside) / (double)entries;
+        exact = (inside * (double)(entries - outside) + outside_bits) / (double)entries;
     } else {
         exact = log2(((double)(all_hi - all_lo) + 1.0) / n) + SEEN_RAW_KEYS_OVERHEAD_BITS;
     }
