@@ -173,6 +173,9 @@
 /* Low bits of an Elias-Fano run's values: a low part is read in one 64-bit
  * load.  A run whose best width is larger is Golomb-coded instead. */
 #define SEEN_EF_MAX_LOW_BITS 56u
+/* Exact runs (c = 1) are coded Elias-Fano only with at most this many low
+ * bits: dense integer ids, not hashed keys or ids with far outliers. */
+#define SEEN_EF_EXACT_MAX_LOW_BITS 32u
 
 /* A capped set keeps at most about this many segments: past it, a flush
  * merges neighbouring count steps of a slice whose items together fit one

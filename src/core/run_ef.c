@@ -42,10 +42,16 @@
 
 /* ------------------------------------------------------------ shape */
 
+/* Compact runs, and exact runs of dense ids (integer ids kept as they
+ * are: a lookup then jumps to its value where a Golomb walk decodes up to
+ * it).  Exact runs of hashed keys (~48 low bits) and of ids with far
+ * outliers stay Golomb-coded, where a cut by rank codes the jumps. */
 bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span)
 {
-    return c > 1 && n >= SEEN_EF_MIN_RUN && n <= UINT32_MAX &&
-           seen__ef_low_bits(n, span) <= SEEN_EF_MAX_LOW_BITS;
+    if (n < SEEN_EF_MIN_RUN || n > UINT32_MAX)
+        return false;
+    unsigned low = seen__ef_low_bits(n, span);
+    return c > 1 ? low <= SEEN_EF_MAX_LOW_BITS : low <= SEEN_EF_EXACT_MAX_LOW_BITS;
 }
 
 unsigned seen__ef_low_bits(uint64_t n, uint64_t span)

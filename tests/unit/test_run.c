@@ -154,7 +154,10 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
         }
     } else {
         assert_int_equal(seen__run_encode(&run, 1, v, t, n, ids, nsegs, fine), SEEN_OK);
-        if (!run_ranked(&run)) {
+        /* Exact values dense enough are coded Elias-Fano (seen__ef_wanted). */
+        assert_int_equal(seen__run_is_ef(&run), seen__ef_wanted(1, n, v[n - 1] - v[0]));
+        ef = seen__run_is_ef(&run);
+        if (!run_ranked(&run) && !ef) {
             uint64_t m = run.golomb_m;
             assert_true(m > 0 && (m & (m - 1)) == 0);
         }
