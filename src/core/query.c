@@ -171,6 +171,7 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
         }
     }
     uint64_t *vals = NULL; /* candidates as one run's values, then their tags */
+    uint64_t vals_c = 0;   /* the divisor vals are under (0: none yet) */
     int32_t *tags = NULL;
     uint64_t *keys = NULL; /* the candidates' keys, padded (locate_by_values) */
     /* A page of adds or a small query: its scratch on the stack (each
@@ -221,10 +222,15 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
                 }
                 tags = (int32_t *)(void *)(vals + n);
             }
-            seen__divider d;
-            seen__divider_init(&d, r->c);
-            for (size_t i = 0; i < n; i++)
-                vals[i] = seen__div(&d, cand[i].key);
+            /* Runs of one divisor (main and the recent run, mostly) share
+             * the candidates' values. */
+            if (r->c != vals_c) {
+                seen__divider d;
+                seen__divider_init(&d, r->c);
+                for (size_t i = 0; i < n; i++)
+                    vals[i] = seen__div(&d, cand[i].key);
+                vals_c = r->c;
+            }
             seen__run_match(r, vals, n, tags);
             for (size_t i = 0; i < n; i++)
                 if (tags[i] >= 0 && tr[tags[i]] > rank[i])
