@@ -261,6 +261,9 @@ static inline __attribute__((always_inline)) int64_t ef_find_in(const seen__run 
     return match_high(lw, r->n + highs(r), p, h, x & ((UINT64_C(1) << l) - 1));
 }
 
+/* Candidates a sorted walk places before it compares their lows. */
+#define EF_MATCH_CHUNK 32u
+
 /*
  * Sorted candidates: one pass over the uppers.  The walk keeps the word
  * it is in and the zeros before it, so a candidate a few values on costs a
@@ -282,47 +285,73 @@ static inline __attribute__((always_inline)) void ef_match_body(const seen__run 
     size_t c = 0;
     for (; c < n && vals[c] < r->base; c++)
         tags[c] = -1;
-    for (; c < n; c++) {
-        const uint64_t x = vals[c] - r->base;
-        if (x > r->span)
-            break;
-        const uint64_t h = x >> l;
-        uint64_t p = 0; /* where the values of high part h start */
-        if (h > 0) {
-            /* In a sparse batch (SEEN_EF_SPARSE_RATIO) the next candidate
-             * lies in the next word about as often as in this one, so
-             * moving one word on is a select, not a branch (the padding
-             * after the uppers keeps the load inside the run); in a
-             * denser one it mostly stays, and the branch predicts. */
-            const uint64_t w1 = sparse ? up_word(up, k + 1) : 0,
-                           z1 = sparse ? 64 - popcount64(w1) : 0;
-            if (!sparse ? zb + zw < h : __builtin_expect(zb + zw + z1 < h, 0)) {
-                uint64_t j = h >> s;
-                if (j > 0 && (j << s) > zb + zw) {
-                    /* The (j << s)-th zero is at sample(j) - 1. */
-                    uint64_t at = sample_at(r, j) - 1;
-                    k = at >> 6;
-                    w = up_word(up, k);
-                    uint64_t below = w & ((UINT64_C(1) << (at & 63)) - 1);
-                    zb = (j << s) - 1 - ((at & 63) - popcount64(below));
-                    zw = 64 - popcount64(w);
-                }
-                while (zb + zw < h) {
-                    zb += zw;
-                    w = up_word(up, ++k);
-                    zw = 64 - popcount64(w);
-                }
-            } else if (sparse) {
-                const uint64_t on = zb + zw < h, m = UINT64_C(0) - on;
-                k += on;
-                zb += zw & m;
-                w = (w1 & m) | (w & ~m);
-                zw = (z1 & m) | (zw & ~m);
+    /* A sparse batch goes in chunks: first where each candidate's high
+     * part starts in the uppers (the walk is sequential), with a prefetch
+     * of the lows it will compare; then the comparisons, whose lows (a
+     * random line of a run larger than L1) have had the chunk's time to
+     * arrive.  In a denser one the lows come in order, the hardware
+     * prefetches them, and a chunk only costs (10,000 candidates on
+     * 100,000 items: +2%; 2,000 on one run of 100,000: 36-37 -> 30-31 us). */
+    const size_t chunk = sparse ? EF_MATCH_CHUNK : 1;
+    uint64_t at_p[EF_MATCH_CHUNK], at_h[EF_MATCH_CHUNK];
+    bool past = false;
+    while (c < n && !past) {
+        const size_t c0 = c;
+        size_t m = 0;
+        for (; c < n && m < chunk; c++, m++) {
+            const uint64_t x = vals[c] - r->base;
+            if (x > r->span) {
+                past = true;
+                break;
             }
-            p = k * 64 + select64(~w, (unsigned)(h - zb - 1), pdep) + 1;
+            const uint64_t h = x >> l;
+            uint64_t p = 0; /* where the values of high part h start */
+            if (h > 0) {
+                /* In a sparse batch (SEEN_EF_SPARSE_RATIO) the next
+                 * candidate lies in the next word about as often as in
+                 * this one, so moving one word on is a select, not a
+                 * branch (the padding after the uppers keeps the load
+                 * inside the run); in a denser one it mostly stays, and
+                 * the branch predicts. */
+                const uint64_t w1 = sparse ? up_word(up, k + 1) : 0,
+                               z1 = sparse ? 64 - popcount64(w1) : 0;
+                if (!sparse ? zb + zw < h : __builtin_expect(zb + zw + z1 < h, 0)) {
+                    uint64_t j = h >> s;
+                    if (j > 0 && (j << s) > zb + zw) {
+                        /* The (j << s)-th zero is at sample(j) - 1. */
+                        uint64_t at = sample_at(r, j) - 1;
+                        k = at >> 6;
+                        w = up_word(up, k);
+                        uint64_t below = w & ((UINT64_C(1) << (at & 63)) - 1);
+                        zb = (j << s) - 1 - ((at & 63) - popcount64(below));
+                        zw = 64 - popcount64(w);
+                    }
+                    while (zb + zw < h) {
+                        zb += zw;
+                        w = up_word(up, ++k);
+                        zw = 64 - popcount64(w);
+                    }
+                } else if (sparse) {
+                    const uint64_t on = zb + zw < h, mk = UINT64_C(0) - on;
+                    k += on;
+                    zb += zw & mk;
+                    w = (w1 & mk) | (w & ~mk);
+                    zw = (z1 & mk) | (zw & ~mk);
+                }
+                p = k * 64 + select64(~w, (unsigned)(h - zb - 1), pdep) + 1;
+            }
+            at_p[m] = p;
+            at_h[m] = h;
+            /* The front block's address; a low in the tail block is not
+             * prefetched (a prefetch never faults). */
+            if (sparse)
+                __builtin_prefetch(lw.codes + ((lw.ups + (p - h) * l) >> 3));
         }
-        int64_t at = match_high(&lw, ubits, p, h, x & lowmask);
-        tags[c] = at < 0 ? -1 : per ? tag_at(r, per, (uint64_t)at) : 0;
+        for (size_t j = 0; j < m; j++) {
+            int64_t at =
+                match_high(&lw, ubits, at_p[j], at_h[j], (vals[c0 + j] - r->base) & lowmask);
+            tags[c0 + j] = at < 0 ? -1 : per ? tag_at(r, per, (uint64_t)at) : 0;
+        }
     }
     for (; c < n; c++)
         tags[c] = -1;
