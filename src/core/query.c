@@ -157,11 +157,11 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
             for (size_t i = 0; i < n; i++) {
                 uint64_t vals[SEEN_LOOKUP_MANY_MAX];
                 int tags[SEEN_LOOKUP_MANY_MAX];
-                for (uint32_t ri = 0; ri < s->nruns; ri++) {
-                    seen__divider d;
-                    seen__divider_init(&d, runs[ri]->c);
-                    vals[ri] = seen__div(&d, cand[i].key);
-                }
+                /* One value per run: a hardware division costs less than
+                 * deriving a divider's magic number (a 128-bit division in
+                 * software) for it. */
+                for (uint32_t ri = 0; ri < s->nruns; ri++)
+                    vals[ri] = cand[i].key / runs[ri]->c;
                 seen__run_lookup_many(runs, vals, s->nruns, tags);
                 for (uint32_t ri = 0; ri < s->nruns; ri++)
                     if (tags[ri] >= 0 && ranks[ri][tags[ri]] > rank[i])
