@@ -6,6 +6,7 @@
 #include "write.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /*
  * The plan.  A compact set plans its fingerprints for T items (its recent
@@ -90,6 +91,56 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
     return t ? t : 1;
 }
 
+/* Bits an exact code of a gap takes (a repeated key's gap of 0 counts
+ * as 1). */
+static double gap_bits(uint64_t gap)
+{
+    return (gap > 1 ? log2((double)gap) : 0.0) + SEEN_RAW_KEYS_OVERHEAD_BITS;
+}
+
+/* Bits the head's keys outside [lo, hi] would take coded exactly: each
+ * log2 of its gap to the next key towards the range, plus
+ * SEEN_RAW_KEYS_OVERHEAD_BITS.  At most SEEN_RAW_KEYS_SAMPLE of them are
+ * measured (the head is normally smaller), the rest counted at their
+ * average.  *outside gets how many there are. */
+static int cmp_u64_asc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double head_outside_bits(const next_state *ns, uint64_t lo, uint64_t hi, uint64_t *outside)
+{
+    uint64_t above[SEEN_RAW_KEYS_SAMPLE], below[SEEN_RAW_KEYS_SAMPLE];
+    uint32_t na = 0, nb = 0;
+    uint64_t count = 0;
+    for (uint32_t h = 0; h < ns->hn; h++) {
+        const uint64_t k = ns->hkeys[h];
+        if (k >= lo && k <= hi)
+            continue;
+        count++;
+        if (na + nb < SEEN_RAW_KEYS_SAMPLE) {
+            if (k > hi)
+                above[na++] = k;
+            else
+                below[nb++] = k;
+        }
+    }
+    *outside = count;
+    if (count == 0)
+        return 0;
+    qsort(above, na, sizeof *above, cmp_u64_asc);
+    qsort(below, nb, sizeof *below, cmp_u64_asc);
+    /* Above the range from hi up, below it from lo down; a key the head
+     * holds twice opens no gap the second time. */
+    double sum = 0;
+    for (uint32_t i = 0; i < na; i++)
+        sum += gap_bits(above[i] - (i ? above[i - 1] : hi));
+    for (uint32_t i = nb; i-- > 0;)
+        sum += gap_bits((i + 1 < nb ? below[i + 1] : lo) - below[i]);
+    return sum * (double)count / (double)(na + nb);
+}
+
 /*
  * Raw integer ids.  An IDS INT set keeps its ids as they are, exactly,
  * while that costs no more than fingerprints would at the size it is
@@ -112,45 +163,6 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
  * a head key outside their range counts the gap it opens), and from the
  * span of the keys before that.
  */
-/* Bits the head's keys outside [lo, hi] would take coded exactly: each
- * log2 of its gap to the next key towards the range, plus
- * SEEN_RAW_KEYS_OVERHEAD_BITS.  At most SEEN_RAW_KEYS_SAMPLE of them are
- * measured (the head is normally smaller), the rest counted at their
- * average.  *outside gets how many there are. */
-static double head_outside_bits(const next_state *ns, uint64_t lo, uint64_t hi, uint64_t *outside)
-{
-    uint64_t above[SEEN_RAW_KEYS_SAMPLE], below[SEEN_RAW_KEYS_SAMPLE];
-    uint32_t na = 0, nb = 0;
-    uint64_t count = 0;
-    for (uint32_t h = 0; h < ns->hn; h++) {
-        const uint64_t k = ns->hkeys[h];
-        if (k >= lo && k <= hi)
-            continue;
-        count++;
-        if (na + nb == SEEN_RAW_KEYS_SAMPLE)
-            continue;
-        /* In order as they come: insertion into a small sorted array
-         * (above ascending from hi, below descending from lo). */
-        uint64_t *a = k > hi ? above : below;
-        uint32_t *m = k > hi ? &na : &nb;
-        uint32_t j = (*m)++;
-        while (j > 0 && (k > hi ? a[j - 1] > k : a[j - 1] < k)) {
-            a[j] = a[j - 1];
-            j--;
-        }
-        a[j] = k;
-    }
-    *outside = count;
-    if (count == 0)
-        return 0;
-    double sum = 0;
-    for (uint32_t i = 0; i < na; i++)
-        sum += log2((double)(above[i] - (i ? above[i - 1] : hi))) + SEEN_RAW_KEYS_OVERHEAD_BITS;
-    for (uint32_t i = 0; i < nb; i++)
-        sum += log2((double)((i ? below[i - 1] : lo) - below[i])) + SEEN_RAW_KEYS_OVERHEAD_BITS;
-    return sum * (double)count / (double)(na + nb);
-}
-
 static bool raw_keys_stay_exact(const seen_set *s, const next_state *ns, const seen__run *runs,
                                 uint32_t nruns, uint64_t live)
 {
