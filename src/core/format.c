@@ -517,12 +517,6 @@ typedef struct id_index {
     uint32_t n;
 } id_index;
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int32_t find_seg(const id_index *ix, uint32_t id)
 {
     uint32_t lo = 0, hi = ix->n;
@@ -792,7 +786,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
         ix->e[i] = (uint64_t)g->id << 32 | i;
     }
     if (nsegs) {
-        qsort(ix->e, nsegs, sizeof *ix->e, cmp_u64);
+        qsort(ix->e, nsegs, sizeof *ix->e, seen__cmp_u64);
         ix->n = nsegs;
         for (uint32_t i = 1; i < nsegs; i++)
             if ((ix->e[i] >> 32) == (ix->e[i - 1] >> 32))

@@ -247,6 +247,8 @@ seen_err seen__sort_kv(seen__kv *a, size_t n);
  * (hashes, mixed ids): faster for them, and no slower than seen__sort_kv
  * within a factor of two for any other keys. */
 seen_err seen__sort_hashes(seen__kv *a, size_t n);
+/* qsort's comparison of two uint64_t, ascending. */
+int seen__cmp_u64(const void *a, const void *b);
 
 /* ------------------------------------------------------------ bit I/O */
 

@@ -103,12 +103,6 @@ static double gap_bits(uint64_t gap)
  * SEEN_RAW_KEYS_OVERHEAD_BITS.  At most SEEN_RAW_KEYS_SAMPLE of them are
  * measured (the head is normally smaller), the rest counted at their
  * average.  *outside gets how many there are. */
-static int cmp_u64_asc(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double head_outside_bits(const next_state *ns, uint64_t lo, uint64_t hi, uint64_t *outside)
 {
     uint64_t above[SEEN_RAW_KEYS_SAMPLE], below[SEEN_RAW_KEYS_SAMPLE];
@@ -129,8 +123,8 @@ static double head_outside_bits(const next_state *ns, uint64_t lo, uint64_t hi, 
     *outside = count;
     if (count == 0)
         return 0;
-    qsort(above, na, sizeof *above, cmp_u64_asc);
-    qsort(below, nb, sizeof *below, cmp_u64_asc);
+    qsort(above, na, sizeof *above, seen__cmp_u64);
+    qsort(below, nb, sizeof *below, seen__cmp_u64);
     /* Above the range from hi up, below it from lo down; a key the head
      * holds twice opens no gap the second time. */
     double sum = 0;

@@ -175,6 +175,12 @@ static bool insertion_copy_bounded(seen__kv *dst, const seen__kv *src, size_t n)
     return true;
 }
 
+int seen__cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 seen_err seen__sort_hashes(seen__kv *a, size_t n)
 {
     if (n <= SMALL_GROUP || n > HASH_SORT_MAX)
