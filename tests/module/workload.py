@@ -68,6 +68,11 @@ def run(r, now, seed=1, prefix="w"):
     r.execute_command("SEEN.DEL", k("apps"), apps[3], apps[50])
     r.execute_command("SEEN.ADD", k("apps-wide"), *[str(rng.randrange(1 << 62)) for _ in range(40)])
     r.execute_command("SEEN.COMPACT", k("apps-wide"))  # else the server does, between snapshots
+    # 20,000 dense ids: kept raw, in an exact run coded Elias-Fano.
+    r.execute_command("SEEN.RESERVE", k("dense"), "IDS", "INT", "WINDOW", "0")
+    r.execute_command("SEEN.INSERT", k("dense"), "BULK",
+                      bulk([str(7000000 + 3 * i + rng.randrange(3)) for i in range(20000)]))
+    r.execute_command("SEEN.DEL", k("dense"), 7000000 + 3 * 5, 7000000 + 3 * 15000)
     # A first session's burst (its plan halves as it grows, and the runs of
     # each halving fold), and a light user turned heavy past its first
     # slice (runs of older plans beside the burst's): pages of 20 written
@@ -86,7 +91,7 @@ def run(r, now, seed=1, prefix="w"):
                              *["h%d-%d" % (page, i) for i in range(20)])
     pipe.execute()
     return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed", "clustered",
-                           "burst", "turned", "apps", "apps-wide")]
+                           "burst", "turned", "apps", "apps-wide", "dense")]
 
 
 def candidates(seed=1):
@@ -98,6 +103,7 @@ def candidates(seed=1):
     out += [str(5000000 + i) for i in range(0, 40010, 97)] + [str(1 << 60), "7"]
     out += [str(5000000 + 2 * 777), str(5000000 + 2 * 15000)]
     out += [str(2700000 + i) for i in range(0, 400000, 331)]
+    out += [str(7000000 + i) for i in range(0, 60000, 37)]
     out += ["b%d-%d" % (p, p % 20) for p in range(0, 300, 7)]
     out += ["h%d-%d" % (p, p % 20) for p in range(0, 1060, 11)] + ["h9999-0"]
     return out
