@@ -542,7 +542,7 @@ typedef struct seen__cursor {
     uint32_t next_bucket, nbuf2; /* buf2 holds bucket next_bucket, if nbuf2 != UINT32_MAX */
     uint64_t buf2_first;
     uint64_t buf[SEEN_CURSOR_BUF + SEEN_CURSOR_PAD]; /* room for seen__run_match's sentinels */
-    uint64_t buf2[SEEN_CURSOR_BUF];
+    uint64_t buf2[SEEN_CURSOR_BUF + SEEN_CURSOR_PAD];
 } seen__cursor;
 
 void seen__cursor_init(seen__cursor *cur, const seen__run *r);

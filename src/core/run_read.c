@@ -649,6 +649,163 @@ int seen__cursor_find(seen__cursor *cur, uint64_t v)
     return x == v ? tag_at(r, cur->tags_per_word, cur->item) : -1;
 }
 
+/*
+ * Candidates vals[i..e) against the values of one bucket decoded into buf
+ * (nb of them, the first being item `first` of the run; room for
+ * SEEN_CURSOR_PAD sentinels after them): their tags, or -1.
+ */
+static void scan_decoded(const seen__run *r, uint32_t per, uint64_t *buf, size_t nb, uint64_t first,
+                         const uint64_t *vals, size_t i, size_t e, int32_t *tags)
+{
+    /* Past the values, sentinels no candidate is below: the scan needs no
+     * bounds check. */
+    for (size_t t = 0; t < SEEN_CURSOR_PAD; t++)
+        buf[nb + t] = UINT64_MAX;
+    size_t k = 0;
+    if (e - i >= nb) {
+        /* More candidates than values: most steps skip none. */
+        for (size_t c = i; c < e; c++) {
+            const uint64_t v = vals[c];
+            while (buf[k] < v)
+                k++;
+            tags[c] = k < nb && buf[k] == v ? (int32_t)k : -1;
+        }
+    } else {
+        for (size_t c = i; c < e; c++) {
+            const uint64_t v = vals[c];
+            /* Skip eight values at a time, then count the values below v
+             * among the next eight: no branch depends on where v falls
+             * among them. */
+            while (buf[k + 7] < v)
+                k += 8;
+            k += (size_t)(buf[k] < v) + (buf[k + 1] < v) + (buf[k + 2] < v) + (buf[k + 3] < v) +
+                 (buf[k + 4] < v) + (buf[k + 5] < v) + (buf[k + 6] < v) + (buf[k + 7] < v);
+            tags[c] = k < nb && buf[k] == v ? (int32_t)k : -1;
+        }
+    }
+    if (per) {
+        for (size_t c = i; c < e; c++)
+            if (tags[c] >= 0)
+                tags[c] = tag_at(r, per, first + (uint64_t)tags[c]);
+    } else {
+        for (size_t c = i; c < e; c++)
+            tags[c] = tags[c] >= 0 ? 0 : -1;
+    }
+}
+
+/* The tag of candidate v, or -1, where a stepwise chain (scan_pair) has
+ * reached it: x is the first value decoded not below v (or the bucket's
+ * last), item `item` of the run. */
+static inline void place(const seen__run *r, uint32_t per, uint64_t x, uint64_t item, uint64_t v,
+                         int32_t *tag)
+{
+    *tag = x != v ? -1 : per ? tag_at(r, per, item) : 0;
+}
+
+/* A stepwise chain's last candidates vals[c..e), on its own (a Rice code,
+ * as scan_pair's): x is the last value decoded, `left` values remain, and
+ * the bucket ends before item `end` of the run. */
+static inline __attribute__((always_inline)) void
+chain_finish(const seen__run *r, uint32_t per, const seen__golomb *g, reader *rd, uint64_t x,
+             uint64_t left, uint64_t end, const uint64_t *vals, size_t c, size_t e, int32_t *tags)
+{
+    unsigned used;
+    for (; c < e; c++) {
+        while (x < vals[c] && left > 0) {
+            unsigned z;
+            const unsigned len = rice_peek(rd, g->b, &z);
+            if (__builtin_expect(len <= rd->avail, 1))
+                x = x + 1 + rice_take(rd, g->b, g->m - 1, z, len);
+            else
+                x = x + 1 + reader_golomb(rd, g, &used);
+            left--;
+        }
+        place(r, per, x, end - left - 1, vals[c], &tags[c]);
+    }
+}
+
+/*
+ * Two buckets with few candidates each (a page of adds against a large
+ * run), each decoded only as far as its candidates reach, side by side.
+ * One such walk is a single chain of codes, bound by its latency (~1.8 ns
+ * a code); two independent chains overlap.  The loop keeps each chain in
+ * locals (a reader, the last value, the values left, the candidate it
+ * walks to), so nothing on a chain goes through memory.  False, having
+ * placed nothing, unless the run is Rice-coded (as the writer codes) and
+ * both buckets hold values.
+ */
+static bool scan_pair(const seen__cursor *cur, uint32_t ja, size_t ia, size_t ea, uint32_t jb,
+                      size_t ib, size_t eb, const uint64_t *vals, int32_t *tags)
+{
+    const seen__run *r = cur->r;
+    const seen__golomb g = cur->g;
+    if (!golomb_is_rice(&g))
+        return false;
+    const unsigned k = g.b;
+    const uint64_t mask = g.m - 1;
+    const uint32_t per = r->nsegs > 1 ? cur->tags_per_word : 0;
+    uint64_t pa, fa, na, pb, fb, nb, org;
+    bucket_range(cur, ja, &pa, &fa, &na);
+    bucket_range(cur, jb, &pb, &fb, &nb);
+    if (na == 0 || nb == 0)
+        return false;
+    reader ra, rb;
+    const uint8_t *codes = bucket_codes(r, pa, &org);
+    reader_init(&ra, codes, pa - org);
+    codes = bucket_codes(r, pb, &org);
+    reader_init(&rb, codes, pb - org);
+    /* x: the last value decoded; left: values still to decode.  A chain
+     * with none left places what remains. */
+    unsigned used;
+    uint64_t xa = bucket_lo(r, ja) + reader_golomb(&ra, &g, &used), la = na - 1;
+    uint64_t xb = bucket_lo(r, jb) + reader_golomb(&rb, &g, &used), lb = nb - 1;
+    size_t ca = ia, cb = ib;
+    for (;;) {
+        /* Place what the chains have reached. */
+        while (ca < ea && (xa >= vals[ca] || la == 0)) {
+            place(r, per, xa, fa + na - la - 1, vals[ca], &tags[ca]);
+            ca++;
+        }
+        while (cb < eb && (xb >= vals[cb] || lb == 0)) {
+            place(r, per, xb, fb + nb - lb - 1, vals[cb], &tags[cb]);
+            cb++;
+        }
+        if (ca == ea || cb == eb)
+            break;
+        const uint64_t va = vals[ca], vb = vals[cb];
+        do {
+            unsigned za, zb;
+            const unsigned lena = rice_peek(&ra, k, &za), lenb = rice_peek(&rb, k, &zb);
+            if (__builtin_expect((lena > ra.avail) | (lenb > rb.avail), 0)) {
+                /* A long code: a step each the general way. */
+                xa = xa + 1 + reader_golomb(&ra, &g, &used);
+                xb = xb + 1 + reader_golomb(&rb, &g, &used);
+            } else {
+                xa = xa + 1 + rice_take(&ra, k, mask, za, lena);
+                xb = xb + 1 + rice_take(&rb, k, mask, zb, lenb);
+            }
+            la--;
+            lb--;
+        } while ((xa < va) & (xb < vb) & (la > 0) & (lb > 0));
+    }
+    /* One chain is done: the other alone. */
+    chain_finish(r, per, &g, &ra, xa, la, fa + na, vals, ca, ea, tags);
+    chain_finish(r, per, &g, &rb, xb, lb, fb + nb, vals, cb, eb, tags);
+    return true;
+}
+
+/* A bucket's few candidates, its values decoded only as far as they
+ * reach. */
+static void scan_stepwise(seen__cursor *cur, const uint64_t *vals, size_t i, size_t e,
+                          int32_t *tags)
+{
+    cur->stepwise = true;
+    cur->started = false;
+    for (size_t c = i; c < e; c++)
+        tags[c] = seen__cursor_find(cur, vals[c]);
+    cur->started = false;
+}
+
 void seen__run_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags)
 {
     if (seen__run_is_ef(r)) {
@@ -665,6 +822,10 @@ void seen__run_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t
     while (i < n && vals[i] < r->base)
         tags[i++] = -1;
     const bool tagged = r->nsegs > 1;
+    /* A stepwise bucket waiting for a second to go side by side with. */
+    bool held = false;
+    uint32_t held_j = 0;
+    size_t held_i = 0, held_e = 0;
     while (i < n && vals[i] - r->base <= r->span) {
         uint32_t j = cursor_bucket_of(&cur, vals[i]);
         /* The candidates of bucket j: offsets from base up to `last`. */
@@ -681,57 +842,39 @@ void seen__run_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t
             e++;
         uint64_t pos, first, count;
         bucket_range(&cur, j, &pos, &first, &count);
-        /* A few candidates in a large bucket: decode only up to the last. */
-        cur.stepwise = (e - i) * SEEN_STEPWISE_RATIO < count;
-        if (cur.stepwise || !cursor_fill(&cur, j)) {
-            /* Also a bucket too large to decode whole (skewed exact keys). */
-            cur.started = false;
-            for (size_t c = i; c < e; c++)
-                tags[c] = seen__cursor_find(&cur, vals[c]);
-            cur.started = false;
+        /* A few candidates in a large bucket: it waits for a second such
+         * bucket to be decoded with (scan_pair). */
+        if ((e - i) * SEEN_STEPWISE_RATIO < count) {
+            if (!held) {
+                held = true;
+                held_j = j;
+                held_i = i;
+                held_e = e;
+            } else {
+                held = false;
+                if (!scan_pair(&cur, held_j, held_i, held_e, j, i, e, vals, tags)) {
+                    /* Not Rice-coded, or a bucket is empty. */
+                    scan_stepwise(&cur, vals, held_i, held_e, tags);
+                    scan_stepwise(&cur, vals, i, e, tags);
+                }
+            }
             i = e;
             continue;
         }
-        /* Past the values, sentinels no candidate is below: the scan needs
-         * no bounds check. */
-        uint64_t *buf = cur.buf;
-        const size_t nb = cur.nbuf;
-        for (size_t t = 0; t < SEEN_CURSOR_PAD; t++)
-            buf[nb + t] = UINT64_MAX;
-        size_t c = i, k = 0;
-        if (e - i >= nb) {
-            /* More candidates than values: most steps skip none. */
-            for (; c < e; c++) {
-                const uint64_t v = vals[c];
-                while (buf[k] < v)
-                    k++;
-                tags[c] = k < nb && buf[k] == v ? (int32_t)k : -1;
-            }
-        } else {
-            for (; c < e; c++) {
-                const uint64_t v = vals[c];
-                /* Skip eight values at a time, then count the values below
-                 * v among the next eight: no branch depends on where v
-                 * falls among them. */
-                while (buf[k + 7] < v)
-                    k += 8;
-                k += (size_t)(buf[k] < v) + (buf[k + 1] < v) + (buf[k + 2] < v) + (buf[k + 3] < v) +
-                     (buf[k + 4] < v) + (buf[k + 5] < v) + (buf[k + 6] < v) + (buf[k + 7] < v);
-                tags[c] = k < nb && buf[k] == v ? (int32_t)k : -1;
-            }
+        cur.stepwise = false;
+        if (!cursor_fill(&cur, j)) {
+            /* A bucket too large to decode whole (skewed exact keys). */
+            cur.stepwise = true;
+            scan_stepwise(&cur, vals, i, e, tags);
+            i = e;
+            continue;
         }
-        for (; c < e; c++)
-            tags[c] = -1;
-        if (tagged) {
-            for (c = i; c < e; c++)
-                if (tags[c] >= 0)
-                    tags[c] = tag_at(r, cur.tags_per_word, cur.buf_first + (uint64_t)tags[c]);
-        } else {
-            for (c = i; c < e; c++)
-                tags[c] = tags[c] >= 0 ? 0 : -1;
-        }
+        scan_decoded(r, tagged ? cur.tags_per_word : 0, cur.buf, cur.nbuf, cur.buf_first, vals, i,
+                     e, tags);
         i = e;
     }
+    if (held)
+        scan_stepwise(&cur, vals, held_i, held_e, tags);
     while (i < n)
         tags[i++] = -1;
 }
