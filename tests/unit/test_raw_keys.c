@@ -3,10 +3,11 @@
  *
  * An IDS INT set with an error bound keeps its ids exactly while that is
  * the smaller form (plan.c, raw_keys_stay_exact) and mixes them into
- * fingerprints, once, when it is not.  These tests check the three things
- * that makes true: a catalogue's clustered ids stay exact and smaller than
- * the fingerprints the set would otherwise hold; wide ids leave at the
- * exact limit as before; and against the naive model, through imports,
+ * fingerprints, once, when it is not.  These tests check what that makes
+ * true: a catalogue's clustered ids stay exact and smaller than the
+ * fingerprints the set would otherwise hold; wide ids leave at the exact
+ * limit as before; past SEEN_RAW_KEYS_MAX entries even dense ids leave;
+ * and against the naive model, through imports,
  * removals, expiry, serialization and the switch itself, no added id is
  * ever missed and a set still keyed by raw ids sees nothing it was not
  * given.
@@ -181,6 +182,62 @@ static void test_sequential_ids_stay_exact(void **state)
     seen_free(mixed);
 }
 
+/* Past SEEN_RAW_KEYS_MAX entries a set mixes its ids whatever they cost,
+ * so that one rewrite stays bounded: sequential ids, exact up to there,
+ * then fingerprints, with every id still seen (before and after a reload)
+ * and fresh ones within the error. */
+static void test_raw_keys_leave_at_their_limit(void **state)
+{
+    (void)state;
+    rng r = {test_seed("raw-limit", 8)};
+    seen_policy p = int_policy(90 * DAY);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    enum { PAGE = 8192 };
+    const size_t n = SEEN_RAW_KEYS_MAX + 4 * PAGE;
+    uint64_t *ids = malloc(n * sizeof *ids);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = 9000000 + 2 * i + rng_below(&r, 2);
+    size_t left_at = 0;
+    for (size_t i = 0; i < n; i += PAGE) {
+        int64_t t = T0 + 90 * DAY * (int64_t)i / (int64_t)n;
+        assert_int_equal(seen_add_int(s, &ids[i], PAGE, NULL, t, NULL), SEEN_OK);
+        if (i + PAGE <= SEEN_RAW_KEYS_MAX)
+            assert_true(s->raw_keys);
+        if (!s->raw_keys && left_at == 0)
+            left_at = i + PAGE;
+    }
+    fprintf(stderr, "[stat] sequential ids: raw keys until %zu entries\n", left_at);
+    assert_true(left_at > SEEN_RAW_KEYS_MAX && left_at <= SEEN_RAW_KEYS_MAX + PAGE);
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    assert_true(seen_fpr_estimate(s) <= p.error);
+    s = reloaded(s);
+    const int64_t now = T0 + 90 * DAY - 1;
+    uint8_t *seen = calloc(n, 1);
+    for (size_t i = 0; i < n; i += SEEN_MAX_BATCH) {
+        size_t k = n - i < SEEN_MAX_BATCH ? n - i : SEEN_MAX_BATCH;
+        assert_int_equal(seen_filter_int(s, ids + i, k, now, seen + i), SEEN_OK);
+    }
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(seen[i], 1);
+    /* Fresh ids: within the range's holes and past it. */
+    enum { FRESH = 200000 };
+    uint64_t *fresh = malloc(FRESH * sizeof *fresh);
+    for (size_t i = 0; i < FRESH; i++)
+        fresh[i] = i % 2 ? 9000000 + 2 * (uint64_t)n + i : rng_next(&r);
+    memset(seen, 0, n);
+    assert_int_equal(seen_filter_int(s, fresh, FRESH, now, seen), SEEN_OK);
+    size_t fp = 0;
+    for (size_t i = 0; i < FRESH; i++)
+        fp += seen[i];
+    fprintf(stderr, "[stat] after mixing: %zu false positives of %d fresh ids\n", fp, FRESH);
+    assert_true((double)fp <= 2.0 * p.error * FRESH + 20.0);
+    free(fresh);
+    free(seen);
+    free(ids);
+    seen_free(s);
+}
+
 /* Ids of one of three shapes, so a set meets raw keys' every state: a
  * tight catalogue, a wider one (exact at first, mixed as it grows), and
  * now and then a far id. */
@@ -291,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_catalogue_ids_stay_exact),
         cmocka_unit_test(test_wide_ids_leave_raw_keys),
         cmocka_unit_test(test_sequential_ids_stay_exact),
+        cmocka_unit_test(test_raw_keys_leave_at_their_limit),
         cmocka_unit_test(test_raw_keys_against_model),
     };
     return cmocka_run_group_tests_name("integer sets keyed by raw ids", tests, NULL, NULL);
