@@ -222,6 +222,10 @@ int64_t seen_last_write_at(const seen_set *set);
 
 /* The current false-positive rate bound: sum over stored fingerprints. */
 double seen_fpr_estimate(const seen_set *set);
+/* 1 if an IDS INT set stores its ids as they are (dense ids, kept exact
+ * while that is smaller than fingerprints: no false positives), 0 if it
+ * stores hashes (string items, or ids once mixed). */
+int seen_keys_raw(const seen_set *set);
 
 /* One time slice (and, with a capacity, one count segment of it). */
 typedef struct seen_segment_info {

@@ -58,6 +58,7 @@ export interface SeenInfo {
   'fpr-estimate': number;
   'forget-all-at-ms': number;
   encoding: string;
+  keys: 'raw' | 'hashed';
   runs: Array<Record<string, number | string>>;
   slices: Array<Record<string, number>>;
   [field: string]: unknown;

@@ -240,6 +240,11 @@ int64_t seen_forget_all_at(const seen_set *s)
     return last == INT64_MIN ? s->clock : last;
 }
 
+int seen_keys_raw(const seen_set *s)
+{
+    return s != NULL && s->raw_keys;
+}
+
 double seen_fpr_estimate(const seen_set *s)
 {
     if (s == NULL)

@@ -1098,7 +1098,7 @@ static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     nsegs = seen_segments(seen_key_set(k), now, segs, nsegs);
     int64_t forget = seen_forget_all_at(seen_key_set(k));
 
-    RedisModule_ReplyWithMap(ctx, 10);
+    RedisModule_ReplyWithMap(ctx, 11);
     RedisModule_ReplyWithCString(ctx, "policy");
     reply_policy(ctx, k);
     RedisModule_ReplyWithCString(ctx, "items");
@@ -1115,6 +1115,8 @@ static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     RedisModule_ReplyWithLongLong(ctx, forget == INT64_MAX ? -1 : forget);
     RedisModule_ReplyWithCString(ctx, "encoding");
     RedisModule_ReplyWithCString(ctx, set_encoding(runs, nruns));
+    RedisModule_ReplyWithCString(ctx, "keys");
+    RedisModule_ReplyWithCString(ctx, seen_keys_raw(seen_key_set(k)) ? "raw" : "hashed");
     RedisModule_ReplyWithCString(ctx, "runs");
     reply_runs(ctx, runs, nruns);
     RedisModule_ReplyWithCString(ctx, "slices");

@@ -212,6 +212,7 @@ def test_catalogue_int_ids_stay_exact(r):
     r.execute_command("DEBUG", "RELOAD")
     info = info_map(r.execute_command("SEEN.INFO", "apps"))
     assert info["encoding"] == b"exact"
+    assert info["keys"] == b"raw"
     assert float(info["fpr-estimate"]) == 0
     every = [str(x) for x in range(2700000, 3100000)]
     got = flags(r, ["apps"], every)
@@ -221,4 +222,7 @@ def test_catalogue_int_ids_stay_exact(r):
     r.execute_command("SEEN.ADD", "apps", *wide)
     info = info_map(r.execute_command("SEEN.INFO", "apps"))
     assert info["encoding"] == b"compact"
+    assert info["keys"] == b"hashed"
     assert flags(r, ["apps"], [str(x) for x in apps] + wide) == b"1" * 400
+    r.execute_command("SEEN.ADD", "titles", "a", "b")
+    assert info_map(r.execute_command("SEEN.INFO", "titles"))["keys"] == b"hashed"
