@@ -437,6 +437,30 @@ static double get_f64(rbuf *r)
 /* A varint in its one (shortest) form. */
 static uint64_t get_uv(rbuf *r)
 {
+    if (!r->short_read && r->len - r->pos >= 10) {
+        /* Ten bytes at hand (all but a set's last few fields): no bounds
+         * check per byte, and the same outcome and bytes consumed as the
+         * careful loop below. */
+        const uint8_t *q = r->p + r->pos;
+        uint64_t v = 0;
+        for (unsigned i = 0; i < 9; i++) {
+            v |= (uint64_t)(q[i] & 0x7f) << (7 * i);
+            if (!(q[i] & 0x80)) {
+                r->pos += i + 1;
+                if (q[i] == 0 && i > 0)
+                    r->bad = true; /* overlong: a final zero byte */
+                return v;
+            }
+        }
+        r->pos += 10;
+        if (q[9] > 1) {
+            r->bad = true; /* past 64 bits, or no end within them */
+            return 0;
+        }
+        if (q[9] == 0)
+            r->bad = true; /* overlong */
+        return v | (uint64_t)q[9] << 63;
+    }
     uint64_t v = 0;
     for (unsigned shift = 0;; shift += 7) {
         const uint8_t *q = take(r, 1);
@@ -512,9 +536,14 @@ static bool time_ok(int64_t t)
 
 /* Segment ids sorted, with their table positions, for lookups that stay
  * fast however many segments a crafted input claims. */
+/* Sets of up to this many segments load without allocating their scratch
+ * tables (a packed key is loaded by every command that writes it). */
+#define LOAD_SMALL_SEGS 64u
+
 typedef struct id_index {
-    uint64_t *e; /* id << 32 | position */
+    uint64_t *e; /* id << 32 | position: `small` or allocated */
     uint32_t n;
+    uint64_t small[LOAD_SMALL_SEGS];
 } id_index;
 
 static int32_t find_seg(const id_index *ix, uint32_t id)
@@ -576,13 +605,16 @@ static seen_err tag_counts(const seen_set *s, const id_index *ix, uint64_t *phys
         }
         /* Count per tag, then add each tag's count to its segment: one
          * lookup per tag, not per entry. */
-        uint64_t *per_tag = seen__calloc(r->nsegs, sizeof *per_tag);
+        uint64_t per_tag_small[LOAD_SMALL_SEGS] = {0};
+        uint64_t *per_tag =
+            r->nsegs <= LOAD_SMALL_SEGS ? per_tag_small : seen__calloc(r->nsegs, sizeof *per_tag);
         if (per_tag == NULL)
             return SEEN_ERR_NOMEM;
         seen__run_count_tags(r, per_tag);
         for (uint32_t t = 0; t < r->nsegs; t++)
             phys[find_seg(ix, ids[t])] += per_tag[t];
-        seen__free(per_tag);
+        if (per_tag != per_tag_small)
+            seen__free(per_tag);
     }
     return SEEN_OK;
 }
@@ -728,7 +760,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
 
     if (nsegs) {
         s->segs = seen__malloc(seen__segs_block_bytes(s, nsegs));
-        ix->e = seen__malloc(nsegs * sizeof *ix->e);
+        ix->e = nsegs <= LOAD_SMALL_SEGS ? ix->small : seen__malloc(nsegs * sizeof *ix->e);
         if (s->segs == NULL || ix->e == NULL)
             return SEEN_ERR_NOMEM;
     }
@@ -786,7 +818,18 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
         ix->e[i] = (uint64_t)g->id << 32 | i;
     }
     if (nsegs) {
-        qsort(ix->e, nsegs, sizeof *ix->e, seen__cmp_u64);
+        /* Ids mostly come in order already: a few by insertion. */
+        if (nsegs <= LOAD_SMALL_SEGS) {
+            for (uint32_t i = 1; i < nsegs; i++) {
+                uint64_t x = ix->e[i];
+                uint32_t j = i;
+                for (; j > 0 && ix->e[j - 1] > x; j--)
+                    ix->e[j] = ix->e[j - 1];
+                ix->e[j] = x;
+            }
+        } else {
+            qsort(ix->e, nsegs, sizeof *ix->e, seen__cmp_u64);
+        }
         ix->n = nsegs;
         for (uint32_t i = 1; i < nsegs; i++)
             if ((ix->e[i] >> 32) == (ix->e[i - 1] >> 32))
@@ -918,7 +961,9 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
     /* Entry counts are recomputed from what is stored; shadows (older
      * copies of re-added items) cannot outnumber them. */
     if (s->nsegs) {
-        uint64_t *phys = seen__malloc(s->nsegs * sizeof *phys);
+        uint64_t phys_small[LOAD_SMALL_SEGS];
+        uint64_t *phys =
+            s->nsegs <= LOAD_SMALL_SEGS ? phys_small : seen__malloc(s->nsegs * sizeof *phys);
         if (phys == NULL)
             return SEEN_ERR_NOMEM;
         seen_err err = trusted ? tag_counts(s, ix, phys) : physical_counts(s, ix, phys);
@@ -927,7 +972,8 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
             if (s->segs[i].shadow > phys[i])
                 err = CORRUPT;
         }
-        seen__free(phys);
+        if (phys != phys_small)
+            seen__free(phys);
         if (err != SEEN_OK)
             return err;
     }
@@ -942,9 +988,12 @@ static seen_err deserialize(const uint8_t *buf, size_t len, seen_set **out, bool
     if (s == NULL)
         return SEEN_ERR_NOMEM;
     rbuf rb = {buf, len, 0, false, false, FORMAT_V1};
-    id_index ix = {NULL, 0};
+    id_index ix;
+    ix.e = NULL;
+    ix.n = 0;
     seen_err err = read_all(&rb, s, &ix, trusted);
-    seen__free(ix.e);
+    if (ix.e != ix.small)
+        seen__free(ix.e);
     if (err != SEEN_OK) {
         seen_free(s);
         return err;
