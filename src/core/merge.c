@@ -6,6 +6,10 @@
  */
 #include "write.h"
 
+/* A sorted stream of values and their segments' ranks.  Each stream's
+ * arrays (and the scratch that made them) are one block, from v: a page's
+ * flush makes a stream or two, and each allocation through Redis's
+ * allocator also asks its size twice. */
 typedef struct stream {
     uint64_t *v;
     int32_t *rank;
@@ -15,7 +19,6 @@ typedef struct stream {
 static void stream_free(stream *st)
 {
     seen__free(st->v);
-    seen__free(st->rank);
     st->v = NULL;
     st->rank = NULL;
 }
@@ -28,18 +31,14 @@ static seen_err stream_from_run(const seen_set *s, const next_state *ns, const s
                                 uint64_t *in_count)
 {
     memset(st, 0, sizeof *st);
-    uint64_t *v = seen__malloc(r->n * sizeof *v);
-    /* Tags are decoded into the rank array (int32 holds any uint16). */
-    int32_t *rank = seen__malloc(r->n * sizeof *rank);
-    uint16_t *t = seen__malloc(r->n * sizeof *t);
-    int32_t *tr = seen__malloc(r->nsegs * sizeof *tr);
-    if (v == NULL || rank == NULL || t == NULL || tr == NULL) {
-        seen__free(v);
-        seen__free(rank);
-        seen__free(t);
-        seen__free(tr);
+    /* Values, ranks, then the segments' ranks and the tags (scratch). */
+    uint64_t *v = seen__malloc((size_t)r->n * (sizeof *v + sizeof(int32_t) + sizeof(uint16_t)) +
+                               (size_t)r->nsegs * sizeof(int32_t));
+    if (v == NULL)
         return SEEN_ERR_NOMEM;
-    }
+    int32_t *rank = (int32_t *)(void *)(v + r->n);
+    int32_t *tr = rank + r->n;
+    uint16_t *t = (uint16_t *)(void *)(tr + r->nsegs);
     seen__run_decode(r, v, t);
     {
         /* Entries per tag, charged to their table segments. */
@@ -101,11 +100,8 @@ static seen_err stream_from_run(const seen_set *s, const next_state *ns, const s
             w++;
         }
     }
-    seen__free(t);
-    seen__free(tr);
     if (err != SEEN_OK) {
         seen__free(v);
-        seen__free(rank);
         return err;
     }
     st->v = v;
@@ -129,9 +125,13 @@ static seen_err stream_from_head(const seen_set *s, const next_state *ns, head_p
                                  uint64_t *in_count)
 {
     memset(st, 0, sizeof *st);
-    seen__kv *kv = seen__malloc((ns->hn ? ns->hn : 1) * sizeof *kv);
-    if (kv == NULL)
+    /* Values, then the sorted pairs they come from, then ranks. */
+    const size_t cap = ns->hn ? ns->hn : 1;
+    uint64_t *v = seen__malloc(cap * (sizeof *v + sizeof(seen__kv) + sizeof(int32_t)));
+    if (v == NULL)
         return SEEN_ERR_NOMEM;
+    seen__kv *kv = (seen__kv *)(void *)(v + cap);
+    int32_t *rank = (int32_t *)(void *)(kv + cap);
     seen__divider d;
     seen__divider_init(&d, c_out);
     size_t m = 0;
@@ -149,22 +149,18 @@ static seen_err stream_from_head(const seen_set *s, const next_state *ns, head_p
         kv[m++] = (seen__kv){seen__div(&d, key), (uint32_t)seg_mapped(ns, k)};
     }
     seen_err err = seen__sort_kv(kv, m);
-    if (err == SEEN_OK) {
-        st->v = seen__malloc((m ? m : 1) * sizeof *st->v);
-        st->rank = seen__malloc((m ? m : 1) * sizeof *st->rank);
-        if (st->v == NULL || st->rank == NULL) {
-            stream_free(st);
-            err = SEEN_ERR_NOMEM;
-        } else {
-            for (size_t i = 0; i < m; i++) {
-                st->v[i] = kv[i].key;
-                st->rank[i] = (int32_t)kv[i].idx;
-            }
-            st->n = m;
-        }
+    if (err != SEEN_OK) {
+        seen__free(v);
+        return err;
     }
-    seen__free(kv);
-    return err;
+    for (size_t i = 0; i < m; i++) {
+        v[i] = kv[i].key;
+        rank[i] = (int32_t)kv[i].idx;
+    }
+    st->v = v;
+    st->rank = rank;
+    st->n = m;
+    return SEEN_OK;
 }
 
 /*
@@ -188,12 +184,14 @@ static seen_err merge_in_place(const seen_set *s, next_state *ns, const seen__ru
         if (k < 0 || !seg_alive(s, &ns->segs[k], ns->origin, ns->clock))
             return SEEN_OK;
     }
-    uint64_t *in_count = seen__calloc(ns->nsegs, sizeof *in_count);
+    enum { SMALL_TABLE = 64 };
+    uint64_t in_small[SMALL_TABLE] = {0};
+    uint64_t *in_count =
+        ns->nsegs <= SMALL_TABLE ? in_small : seen__calloc(ns->nsegs, sizeof *in_count);
     if (in_count == NULL)
         return SEEN_ERR_NOMEM;
     stream hs;
     seen_err err = stream_from_head(s, ns, with_head, c_out, NULL, 0, &hs, in_count);
-    uint64_t *fresh = NULL;
     if (err != SEEN_OK)
         goto done;
     /* Every entry consumed must be alive and of one of the run's
@@ -210,15 +208,12 @@ static seen_err merge_in_place(const seen_set *s, next_state *ns, const seen__ru
         tag++;
     if (hs.n == 0 || consumed != hs.n || at < 0 || tag == r->nsegs)
         goto done;
-    fresh = seen__malloc(hs.n * sizeof *fresh);
-    if (fresh == NULL) {
-        err = SEEN_ERR_NOMEM;
-        goto done;
-    }
+    /* The head's distinct values, in place of the stream's own. */
+    uint64_t *fresh = hs.v;
     size_t k = 0;
     uint64_t collapsed = 0;
     for (size_t i = 0; i < hs.n; i++) {
-        if (i > 0 && hs.v[i] == hs.v[i - 1])
+        if (i > 0 && hs.v[i] == hs.v[k - 1])
             collapsed++;
         else
             fresh[k++] = hs.v[i];
@@ -238,8 +233,8 @@ static seen_err merge_in_place(const seen_set *s, next_state *ns, const seen__ru
     *done = true;
 done:
     stream_free(&hs);
-    seen__free(fresh);
-    seen__free(in_count);
+    if (in_count != in_small)
+        seen__free(in_count);
     return err;
 }
 
