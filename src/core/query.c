@@ -63,7 +63,13 @@ static inline void mark_from(const uint64_t *keys, size_t n, size_t c, uint64_t 
 static seen_err locate_by_values(const seen__run *r, const uint64_t *keys, size_t n,
                                  const int32_t *tr, bool untagged, int32_t *rank)
 {
-    uint64_t *vals = seen__malloc((size_t)r->n * (2 * sizeof *vals + sizeof(uint16_t)));
+    /* A small run's scratch on the stack (a page of adds walks the small
+     * runs this way). */
+    enum { SMALL_RUN = 128 };
+    uint64_t vals_small[(2 * sizeof(uint64_t) + sizeof(uint16_t)) * SMALL_RUN / sizeof(uint64_t)];
+    uint64_t *vals = r->n <= SMALL_RUN
+                         ? vals_small
+                         : seen__malloc((size_t)r->n * (2 * sizeof *vals + sizeof(uint16_t)));
     if (vals == NULL)
         return SEEN_ERR_NOMEM;
     uint64_t *hits = vals + r->n; /* (candidate << 32) | value, for each value matched */
@@ -108,7 +114,8 @@ static seen_err locate_by_values(const seen__run *r, const uint64_t *keys, size_
         const uint32_t i = (uint32_t)hits[k];
         mark_from(keys, n, (size_t)(hits[k] >> 32), vals[i] * d, d, tr[tags[i]], rank);
     }
-    seen__free(vals);
+    if (vals != vals_small)
+        seen__free(vals);
     return SEEN_OK;
 }
 

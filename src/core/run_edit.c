@@ -8,17 +8,31 @@
  */
 #include "run_write.h"
 
+/* Runs of up to this many buckets are edited with their frame on the stack
+ * (a page's flush edits the recent run: one allocation fewer, each of which
+ * under Redis also asks the allocator its size twice). */
+#define EDIT_SMALL_BUCKETS 32u
+
 /* Where an edited run's buckets start: the old run's (offs, firsts), the
  * new one's (noffs, nfirsts), nbuckets + 1 each, and a run cut by rank's
- * lows, which edits keep.  One allocation. */
+ * lows, which edits keep.  One block: `small`, or allocated. */
 typedef struct edit_frame {
     uint64_t *offs, *firsts, *noffs, *nfirsts, *lows;
+    uint64_t small[5 * (EDIT_SMALL_BUCKETS + 1)];
 } edit_frame;
+
+static void edit_frame_free(edit_frame *f)
+{
+    if (f->offs != f->small)
+        seen__free(f->offs);
+}
 
 static bool edit_frame_init(edit_frame *f, const seen__run *r)
 {
     size_t nb = (size_t)r->nbuckets + 1;
-    f->offs = seen__malloc(nb * (run_ranked(r) ? 5 : 4) * sizeof *f->offs);
+    f->offs = nb <= EDIT_SMALL_BUCKETS + 1
+                  ? f->small
+                  : seen__malloc(nb * (run_ranked(r) ? 5 : 4) * sizeof *f->offs);
     if (f->offs == NULL)
         return false;
     f->firsts = f->offs + nb;
@@ -185,7 +199,8 @@ seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *v
     seen__golomb_init(&g, r->golomb_m);
     seen__divider mdiv;
     seen__divider_init(&mdiv, r->golomb_m);
-    edit_frame f = {0};
+    edit_frame f;
+    f.offs = NULL;
     /* The run positions of the values that go, in increasing order. */
     uint64_t *gone_at = seen__malloc((k ? k : 1) * sizeof *gone_at);
     uint8_t *drop = NULL;              /* per value of the bucket being edited */
@@ -296,7 +311,7 @@ fail:
     err = SEEN_ERR_NOMEM;
     memset(removed_per_tag, 0, r->nsegs * sizeof *removed_per_tag);
 done:
-    seen__free(f.offs);
+    edit_frame_free(&f);
     seen__free(gone_at);
     seen__free(drop);
     seen__free(own_a);
@@ -350,11 +365,13 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     seen__golomb_init(&g, r->golomb_m);
     seen__divider mdiv;
     seen__divider_init(&mdiv, r->golomb_m);
-    edit_frame f = {0};
+    edit_frame f;
+    f.offs = NULL;
     acc_writer w = {0};
     seen_err err = SEEN_ERR_NOMEM;
     /* With tags: how many of the run's values precede each new one. */
-    uint64_t *ins = r->nsegs > 1 ? seen__malloc(k * sizeof *ins) : NULL;
+    uint64_t ins_small[64];
+    uint64_t *ins = r->nsegs <= 1 ? NULL : k <= 64 ? ins_small : seen__malloc(k * sizeof *ins);
     uint16_t *tags = NULL;
     size_t nins = 0;
     if ((r->nsegs > 1 && ins == NULL) || !edit_frame_init(&f, r))
@@ -495,9 +512,10 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     *out = nr;
     *applies = true;
 done:
-    seen__free(f.offs);
+    edit_frame_free(&f);
     seen__free(w.buf);
-    seen__free(ins);
+    if (ins != ins_small)
+        seen__free(ins);
     seen__free(tags);
     return err;
 }
