@@ -348,15 +348,21 @@ static size_t resting_bytes(const seen_key *k, const touched_key *t)
            (k->packed_len ? packed_size(k->body, k->packed_len, k->split) : seen_bytes(k->body));
 }
 
-static void account(seen_key *k, int64_t now, const touched_key *t)
+/* The key's share of the module's item count, from its set if unpacked. */
+static void account_items(seen_key *k, int64_t now)
 {
     seen_set *set = seen_key_unpacked(k);
     uint64_t items = set ? seen_count(set, now) : k->counted_items;
-    uint64_t bytes = resting_bytes(k, t);
     /* Unsigned wrap-around makes add-then-subtract exact either way. */
     atomic_fetch_add_explicit(&seen_counters.items, items - k->counted_items, memory_order_relaxed);
-    atomic_fetch_add_explicit(&seen_counters.bytes, bytes - k->counted_bytes, memory_order_relaxed);
     k->counted_items = items;
+}
+
+static void account(seen_key *k, int64_t now, const touched_key *t)
+{
+    account_items(k, now);
+    uint64_t bytes = resting_bytes(k, t);
+    atomic_fetch_add_explicit(&seen_counters.bytes, bytes - k->counted_bytes, memory_order_relaxed);
     k->counted_bytes = bytes;
 }
 
@@ -380,7 +386,7 @@ void seen_keys_settle(int64_t now, bool in_use)
             k->split = t->packed_split;
             continue;
         }
-        account(k, now, NULL); /* items, from the set */
+        account_items(k, now); /* from the set, before it is packed */
         pack(k, seen_cfg.pack_max_bytes);
         account(k, now, NULL); /* bytes, as it rests */
     }
