@@ -11,6 +11,11 @@
  * every run completely (run_read.c's validator) before the set is handed out.
  * Malformed input gets an error, never a crash and never a read outside the
  * buffer.
+ *
+ * It stays one file (~1,000 lines) though it writes and reads: each field's
+ * writer and its loader's check sit side by side on the same limits, which
+ * is how the writer is kept from producing what the loader refuses, and the
+ * loader's length is the six versions it still reads.
  */
 #include "run_layout.h"
 
