@@ -374,20 +374,24 @@ const long class_items[NCLASSES] = {100, 1000, 20000};
 /* Query methods. */
 
 const method METHODS[] = {
-    {"SEEN.FILTER key c…", "SEEN.FILTER", K_SEEN, IN_FILTER, R_UNSEEN, 0, "seen.filter"},
-    {"SEEN.MFILTER ITEMS, REPLY UNSEEN", "UNSEEN", K_SEEN, IN_ITEMS, R_UNSEEN, 0, "seen.mfilter"},
-    {"SEEN.MFILTER ITEMS, REPLY FLAGS", "FLAGS", K_SEEN, IN_ITEMS, R_FLAGS, 0, "seen.mfilter"},
-    {"SEEN.MFILTER ITEMS, REPLY INDEXES", "INDEXES", K_SEEN, IN_ITEMS, R_INDEXES, 0,
-     "seen.mfilter"},
-    {"SEEN.MFILTER BULK, REPLY UNSEEN", "UNSEEN", K_SEEN, IN_BULK, R_UNSEEN, 0, "seen.mfilter"},
-    {"SEEN.MFILTER BULK, REPLY FLAGS", "FLAGS", K_SEEN, IN_BULK, R_FLAGS, 0, "seen.mfilter"},
-    {"SEEN.MFILTER BULK, REPLY INDEXES", "INDEXES", K_SEEN, IN_BULK, R_INDEXES, 0, "seen.mfilter"},
-    {"SEEN.MFILTER BULK, REPLY BULK", "BULK", K_SEEN, IN_BULK, R_LINES, 0, "seen.mfilter"},
-    {"SMISMEMBER (SET)", "SMISMEMBER", K_SET, IN_PLAIN, R_INTS, 1, "smismember"},
-    {"ZMSCORE (ZSET)", "ZMSCORE", K_ZSET, IN_PLAIN, R_SCORES, 1, "zmscore"},
+    {"SEEN.FILTER key c…", "SEEN.FILTER", K_SEEN, IN_FILTER, R_UNSEEN, 0, "seen.filter", 0},
+    {"SEEN.MFILTER ITEMS, REPLY UNSEEN", "UNSEEN", K_SEEN, IN_ITEMS, R_UNSEEN, 0, "seen.mfilter",
+     0},
+    {"SEEN.MFILTER ITEMS, REPLY FLAGS", "FLAGS", K_SEEN, IN_ITEMS, R_FLAGS, 0, "seen.mfilter", 0},
+    {"SEEN.MFILTER ITEMS, REPLY INDEXES", "INDEXES", K_SEEN, IN_ITEMS, R_INDEXES, 0, "seen.mfilter",
+     0},
+    {"SEEN.MFILTER BULK, REPLY UNSEEN", "UNSEEN", K_SEEN, IN_BULK, R_UNSEEN, 0, "seen.mfilter", 0},
+    {"SEEN.MFILTER BULK, REPLY FLAGS", "FLAGS", K_SEEN, IN_BULK, R_FLAGS, 0, "seen.mfilter", 0},
+    {"SEEN.MFILTER BULK, REPLY INDEXES", "INDEXES", K_SEEN, IN_BULK, R_INDEXES, 0, "seen.mfilter",
+     0},
+    {"SEEN.MFILTER BULK, REPLY BULK", "BULK", K_SEEN, IN_BULK, R_LINES, 0, "seen.mfilter", 0},
+    {"SMISMEMBER (SET)", "SMISMEMBER", K_SET, IN_PLAIN, R_INTS, 1, "smismember", 0},
+    {"ZMSCORE (ZSET)", "ZMSCORE", K_ZSET, IN_PLAIN, R_SCORES, 1, "zmscore", 0},
     {"ZRANGE 0 -1 (server side; filter in client)", "ZRANGE", K_ZSET, IN_ZRANGE, R_HISTORY, 1,
-     "zrange"},
-    {"BF.MEXISTS", "BF.MEXISTS", K_BF, IN_PLAIN, R_INTS, 0, "bf.mexists"},
+     "zrange", 0},
+    {"BF.MEXISTS", "BF.MEXISTS", K_BF, IN_PLAIN, R_INTS, 0, "bf.mexists", 0},
+    {"SEEN.FILTER on a missing key (nothing looked up)", "SEEN.FILTER", K_SEEN, IN_FILTER, R_UNSEEN,
+     0, "seen.filter", 1},
 };
 _Static_assert(sizeof METHODS / sizeof *METHODS == NMETHODS, "NMETHODS counts METHODS");
 
@@ -481,6 +485,15 @@ static void make_batch(batch *bt, const char *hist, long hn, int n, uint64_t fre
     }
 }
 
+/* The key method m asks on the history of hn items. */
+static void query_key(char *key, size_t cap, const method *m, long hn)
+{
+    if (m->missing)
+        snprintf(key, cap, "%s:missing", kind_key[m->kind]);
+    else
+        snprintf(key, cap, "%s:h%ld", kind_key[m->kind], hn);
+}
+
 /* The RESP bytes of method m over batch bt on `key`. */
 static char *format_query(const method *m, const char *key, const batch *bt, size_t *len)
 {
@@ -560,6 +573,8 @@ static long long seen_in_tally(const method *m, const drv_tally *t, int ncand)
  * few false positives (0.1% of 9,000 fresh candidates is ~9). */
 static int answer_ok(const method *m, long long seen, int ncand, int from_history, long hist_n)
 {
+    if (m->missing)
+        return seen == 0;
     if (m->reply == R_HISTORY)
         return seen == hist_n;
     if (seen < from_history)
@@ -878,7 +893,7 @@ static void run_queries(const drv_server *srv, redisContext *ctl, redisContext *
                 if (!method_enabled(m))
                     continue;
                 char key[64];
-                snprintf(key, sizeof key, "%s:h%ld", kind_key[m->kind], hn);
+                query_key(key, sizeof key, m, hn);
                 for (int v = 0; v < VARIANTS; v++)
                     qs[mi].cmd[v] = format_query(m, key, &bts[v], &qs[mi].len[v]);
             }
@@ -1258,7 +1273,7 @@ static void run_cross_check(const drv_server *srv, redisContext *ctl, char **his
         batch bt;
         make_batch(&bt, hist_ids[h], C.hist[h], C.batch[row->batch], STREAM_FRESH + 99);
         char key[48];
-        snprintf(key, sizeof key, "%s:h%ld", kind_key[m->kind], C.hist[h]);
+        query_key(key, sizeof key, m, C.hist[h]);
         row->ours = median(RES[h][row->batch][row->method].thr, C.rounds);
         /* About a second of requests at the rate measured. */
         int requests = (int)(row->ours / bt.n * (C.quick ? 0.2 : 1.0));
@@ -1279,7 +1294,7 @@ static void run_cross_check(const drv_server *srv, redisContext *ctl, char **his
         const method *m = &METHODS[SAT_METHODS[k]];
         query_ctx q = {.m = m, .bt = bts, .hist_n = C.hist[h]};
         char key[48];
-        snprintf(key, sizeof key, "%s:h%ld", kind_key[m->kind], C.hist[h]);
+        query_key(key, sizeof key, m, C.hist[h]);
         for (int v = 0; v < VARIANTS; v++)
             q.cmd[v] = format_query(m, key, &bts[v], &q.len[v]);
         double base[MAX_ROUNDS], doubled[MAX_ROUNDS];

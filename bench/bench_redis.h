@@ -95,15 +95,18 @@ typedef struct method {
     reply_kind reply;
     int exact;        /* answers must match exactly */
     const char *stat; /* its name in INFO commandstats */
+    int missing;      /* asks a key that does not exist: nothing is looked up, every
+                         candidate is replied (what Redis's parsing and replies cost) */
 } method;
 
-#define NMETHODS 12
+#define NMETHODS 13
 #define M_FILTER 0
 #define M_ITEMS_FLAGS 2
 #define M_BULK_FLAGS 5
 #define M_BULK_BULK 7 /* the last seen form */
 #define M_SMISMEMBER 8
 #define M_ZRANGE 10
+#define M_FLOOR 12 /* SEEN.FILTER on a missing key */
 
 typedef struct cell_result {
     int ran;
