@@ -51,6 +51,13 @@
 #ifndef SEEN_EF_MIN_RUN
 #define SEEN_EF_MIN_RUN 16384u
 #endif
+/* The compact run that takes every flush of the head is coded Elias-Fano
+ * from a quarter of that: every add probes it, and a Golomb bucket of it
+ * is decoded up to the item, where Elias-Fano reads a few words (single
+ * adds at 100,000 items 0.50 -> 0.42 us).  It holds at most a slice, so
+ * the ~0.3 bit per value Elias-Fano costs there is a fraction of that on
+ * the set's items; a flush edits it in place as it does a Golomb run. */
+#define SEEN_EF_MIN_HEAD_RUN (SEEN_EF_MIN_RUN / 4u)
 /* A batch with at least 1/SEEN_EF_DENSE_RATIO as many candidates as an
  * Elias-Fano run has values decodes the run in order; sparser ones look
  * their candidates up (run_ef.c).  Where PDEP selects in one instruction a
@@ -431,15 +438,22 @@ const uint32_t *seen__run_segs(const seen__run *r);
 size_t seen__run_index_bytes(const seen__run *r);
 size_t seen__run_tag_bytes(const seen__run *r);
 
-/* Encode n >= 1 strictly increasing values with tags < nsegs; `fine`:
- * buckets of SEEN_BUCKET_ITEMS / 2 (faster point lookups, a larger index). */
+/* How seen__run_encode shapes a run, flags: SEEN_RUN_FINE, buckets of
+ * SEEN_BUCKET_ITEMS / 2 (faster point lookups, a larger index); and
+ * SEEN_RUN_TAKES_HEAD, the run every flush of the head goes into (coded
+ * Elias-Fano from SEEN_EF_MIN_HEAD_RUN values).  A bool true is
+ * SEEN_RUN_FINE. */
+#define SEEN_RUN_FINE 1u
+#define SEEN_RUN_TAKES_HEAD 2u
+/* Encode n >= 1 strictly increasing values with tags < nsegs, shaped by
+ * `shape`. */
 seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
-                          size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine);
+                          size_t n, const uint32_t *seg_ids, uint32_t nsegs, unsigned shape);
 /* The same with Golomb parameter m for a run cut by value (0: the
  * writer's choice, a power of two; tests give others, as earlier writers
  * chose, to check that every reader still decodes them). */
 seen_err seen__run_encode_m(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
-                            size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine,
+                            size_t n, const uint32_t *seg_ids, uint32_t nsegs, unsigned shape,
                             uint64_t m);
 /* The run r without those of the sorted, distinct values vals[0..k) it
  * holds, copying the codes of every bucket none of them is in.  *applies
@@ -480,9 +494,10 @@ static inline bool seen__run_is_ef(const seen__run *r)
     return r->golomb_m == 0;
 }
 /* Whether seen__run_encode codes a run of n values over `span` with
- * divisor c as Elias-Fano (fine buckets or not: the run that takes every
- * flush gains from it as much as the others). */
-bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span);
+ * divisor c as Elias-Fano: from SEEN_EF_MIN_RUN values, or for a compact
+ * run that takes every flush of the head (`takes_head`) from
+ * SEEN_EF_MIN_HEAD_RUN, when its low bits are few enough. */
+bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span, bool takes_head);
 /* The low bits a run of n values over span takes: the fewest total bits. */
 unsigned seen__ef_low_bits(uint64_t n, uint64_t span);
 /* Check the header of an Elias-Fano run (n, span, ef_low, code_bits and

@@ -389,9 +389,11 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
         uint64_t stored = 0;
         for (uint32_t i = 0; i < s->nruns; i++)
             stored += s->runs[i].n;
-        bool fine = c_out == 1 ||
-                    (with_head != HEAD_NONE && ninputs <= 1 && stored >= SEEN_FINE_RECENT_SET);
-        err = seen__run_encode(out, c_out, ov, ot, n, seg_ids, used_cnt, fine);
+        const bool takes_head = with_head != HEAD_NONE && ninputs <= 1;
+        bool fine = c_out == 1 || (takes_head && stored >= SEEN_FINE_RECENT_SET);
+        err =
+            seen__run_encode(out, c_out, ov, ot, n, seg_ids, used_cnt,
+                             (fine ? SEEN_RUN_FINE : 0u) | (takes_head ? SEEN_RUN_TAKES_HEAD : 0u));
         seen__free(tag_of);
     }
 account:

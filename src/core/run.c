@@ -523,19 +523,20 @@ static seen_err rank_cut(const uint64_t *vals, size_t n, seen__run *r, uint64_t 
 }
 
 seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
-                          size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine)
+                          size_t n, const uint32_t *seg_ids, uint32_t nsegs, unsigned shape)
 {
-    return seen__run_encode_m(out, c, vals, tags, n, seg_ids, nsegs, fine, 0);
+    return seen__run_encode_m(out, c, vals, tags, n, seg_ids, nsegs, shape, 0);
 }
 
 seen_err seen__run_encode_m(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
-                            size_t n, const uint32_t *seg_ids, uint32_t nsegs, bool fine,
+                            size_t n, const uint32_t *seg_ids, uint32_t nsegs, unsigned shape,
                             uint64_t m)
 {
+    const bool fine = (shape & SEEN_RUN_FINE) != 0;
     if (n == 0 || n > UINT32_MAX || nsegs == 0 || nsegs > SEEN_MAX_SEGMENTS ||
         m > SEEN_MAX_GOLOMB_M)
         return SEEN_ERR_ARG;
-    if (m == 0 && seen__ef_wanted(c, n, vals[n - 1] - vals[0]))
+    if (m == 0 && seen__ef_wanted(c, n, vals[n - 1] - vals[0], (shape & SEEN_RUN_TAKES_HEAD) != 0))
         return seen__ef_encode(out, c, vals, tags, n, seg_ids, nsegs);
     seen__run r;
     run_header_init(&r, c, vals, n, nsegs);

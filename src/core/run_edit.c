@@ -354,7 +354,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     }
     /* A run grown to the size Elias-Fano codes is rebuilt as one. */
     if (vals[0] < base || vals[k - 1] > top || n2 > UINT32_MAX ||
-        !nbuckets_allowed(n2, r->nbuckets) || seen__ef_wanted(r->c, n2, top - base) ||
+        !nbuckets_allowed(n2, r->nbuckets) || seen__ef_wanted(r->c, n2, top - base, true) ||
         (n2 >= SEEN_LARGE_RUN && n2 > (uint64_t)r->nbuckets * SEEN_BUCKET_ITEMS))
         return SEEN_OK;
     /* The Golomb parameter stays while it codes the new size within

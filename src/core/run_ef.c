@@ -49,9 +49,9 @@
  * are: a lookup then jumps to its value where a Golomb walk decodes up to
  * it).  Exact runs of hashed keys (~48 low bits) and of ids with far
  * outliers stay Golomb-coded, where a cut by rank codes the jumps. */
-bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span)
+bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span, bool takes_head)
 {
-    if (n < SEEN_EF_MIN_RUN || n > UINT32_MAX)
+    if (n < (takes_head && c > 1 ? SEEN_EF_MIN_HEAD_RUN : SEEN_EF_MIN_RUN) || n > UINT32_MAX)
         return false;
     unsigned low = seen__ef_low_bits(n, span);
     return c > 1 ? low <= SEEN_EF_MAX_LOW_BITS : low <= SEEN_EF_EXACT_MAX_LOW_BITS;
@@ -763,8 +763,8 @@ seen_err seen__ef_without(seen__run *out, const seen__run *r, const uint64_t *va
         goto done;
     }
     const uint64_t n2 = r->n - gone;
-    if (gone_at[0] == 0 || gone_at[gone - 1] + 1 == r->n || !seen__ef_wanted(r->c, n2, r->span) ||
-        seen__ef_low_bits(n2, r->span) != r->ef.low)
+    if (gone_at[0] == 0 || gone_at[gone - 1] + 1 == r->n ||
+        !seen__ef_wanted(r->c, n2, r->span, false) || seen__ef_low_bits(n2, r->span) != r->ef.low)
         goto done;
     tag_source ts;
     bool keeps;
@@ -880,8 +880,8 @@ seen_err seen__ef_with(seen__run *out, const seen__run *r, const uint64_t *vals,
     }
     err = SEEN_OK;
     const uint64_t n2 = (uint64_t)r->n + m;
-    if ((r->nsegs > 1 && *held > 0) || n2 > UINT32_MAX || !seen__ef_wanted(r->c, n2, r->span) ||
-        seen__ef_low_bits(n2, r->span) != r->ef.low)
+    if ((r->nsegs > 1 && *held > 0) || n2 > UINT32_MAX ||
+        !seen__ef_wanted(r->c, n2, r->span, true) || seen__ef_low_bits(n2, r->span) != r->ef.low)
         goto done;
     nr.tail = NULL;
     nr.tail_bit = 0;

@@ -124,7 +124,7 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
     if (ef && seen__ef_low_bits(n, v[n - 1] - v[0]) > SEEN_EF_MAX_LOW_BITS) {
         /* Too sparse for Elias-Fano: the encoder refuses, the writer
          * codes such runs Golomb. */
-        assert_false(seen__ef_wanted(2, n, v[n - 1] - v[0]));
+        assert_false(seen__ef_wanted(2, n, v[n - 1] - v[0], fine));
         assert_int_equal(seen__ef_encode(&run, 2, v, t, n, ids, nsegs), SEEN_ERR_ARG);
         free(v);
         free(t);
@@ -155,7 +155,7 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
     } else {
         assert_int_equal(seen__run_encode(&run, 1, v, t, n, ids, nsegs, fine), SEEN_OK);
         /* Exact values dense enough are coded Elias-Fano (seen__ef_wanted). */
-        assert_int_equal(seen__run_is_ef(&run), seen__ef_wanted(1, n, v[n - 1] - v[0]));
+        assert_int_equal(seen__run_is_ef(&run), seen__ef_wanted(1, n, v[n - 1] - v[0], fine));
         ef = seen__run_is_ef(&run);
         if (!run_ranked(&run) && !ef) {
             uint64_t m = run.golomb_m;
@@ -356,7 +356,7 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
          * an end, or a count calling for other low bits, rebuild it. */
         if (ef && (add[0] < v[0] || add[k - 1] > v[n - 1] ||
                    seen__ef_low_bits(n + k, run.span) != run.ef.low ||
-                   !seen__ef_wanted(run.c, n + k, run.span)))
+                   !seen__ef_wanted(run.c, n + k, run.span, true)))
             assert_false(applies);
         bool holds_one = false;
         for (size_t a = 0, i = 0; a < k; a++) {

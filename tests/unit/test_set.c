@@ -1284,6 +1284,24 @@ static int64_t run_newest_slice(const seen_set *s, const seen__run *r, bool *sev
     return hi;
 }
 
+/* Three 90-day windows ending at `end`, each win[w][0..n) imported in
+ * batches of 100 spread over its window and settled before the next (n a
+ * multiple of 100). */
+static void import_windows(seen_set *s, const seen_str *const win[3], size_t n, int64_t end)
+{
+    const int64_t window = 90 * DAY;
+    int64_t at[100];
+    for (int w = 0; w < 3; w++) {
+        const int64_t w_end = end - (2 - w) * window;
+        for (size_t i = 0; i < n; i += 100) {
+            for (size_t j = 0; j < 100; j++)
+                at[j] = w_end - window + (int64_t)((double)window * (double)(i + j) / (double)n);
+            assert_int_equal(seen_add_str(s, win[w] + i, 100, at, at[99], NULL), SEEN_OK);
+        }
+        assert_int_equal(seen_expire(s, w_end), SEEN_OK);
+    }
+}
+
 /* Imports settle into runs holding several slices each: here three
  * windows of history, each imported and settled in turn (the second half
  * of the items twice, as `make bench-core`'s steady set is built).  Live
@@ -1303,18 +1321,8 @@ static void test_live_adds_after_import(void **state)
     items_alloc(&pi, 2 * N + ADDS);
     for (size_t i = 0; i < 2 * N + ADDS; i++)
         items_set(&pi, i, i * 0x9e3779b97f4a7c15u + 7);
-    const size_t first[3] = {N, 0, N};
-    int64_t at[100];
-    for (int w = 0; w < 3; w++) {
-        const int64_t w_end = end - (2 - w) * window;
-        for (size_t i = 0; i < N; i += 100) {
-            for (size_t j = 0; j < 100; j++)
-                at[j] = w_end - window + (int64_t)((double)window * (double)(i + j) / (double)N);
-            assert_int_equal(seen_add_str(s, pi.strs + first[w] + i, 100, at, at[99], NULL),
-                             SEEN_OK);
-        }
-        assert_int_equal(seen_expire(s, w_end), SEEN_OK);
-    }
+    const seen_str *win[3] = {pi.strs + N, pi.strs, pi.strs + N};
+    import_windows(s, win, N, end);
     /* The settled runs that hold an ended slice and others. */
     const int64_t step = window / N;
     /* Times here are past the origin: a slice is a plain quotient. */
@@ -1350,6 +1358,65 @@ static void test_live_adds_after_import(void **state)
     for (size_t i = 0; i < added; i++)
         assert_int_equal(seen[i], 1);
     free(seen);
+    items_free(&pi);
+    seen_free(s);
+}
+
+/* The run that takes the head, in a set past its first window: Golomb
+ * while small, Elias-Fano once it holds SEEN_EF_MIN_HEAD_RUN values (every
+ * add probes it), and flushed into in place from then on.  The items it
+ * took stay seen, through a reload too. */
+static void test_head_run_turns_elias_fano(void **state)
+{
+    (void)state;
+    seen_policy p;
+    seen_policy_default(&p);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    /* A slice of N / 4 items leaves room for the run to pass the mark. */
+    enum { N = 8 * SEEN_EF_MIN_HEAD_RUN, ADDS = SEEN_EF_MIN_HEAD_RUN + SEEN_EF_MIN_HEAD_RUN / 2 };
+    const int64_t window = 90 * DAY, end = T0 + 3 * window;
+    probe_items pi;
+    items_alloc(&pi, N + ADDS);
+    for (size_t i = 0; i < N + ADDS; i++)
+        items_set(&pi, i, i * 0x9e3779b97f4a7c15u + 11);
+    const seen_str *win[3] = {pi.strs, pi.strs, pi.strs};
+    import_windows(s, win, N, end);
+    /* Adds from the start of the next slice, at the set's rate. */
+    const int64_t step = window / N;
+    const int64_t t0 = s->origin + ((end - s->origin) / (int64_t)s->slice_ms + 1) * s->slice_ms;
+    const int64_t slice = (t0 - s->origin) / (int64_t)s->slice_ms;
+    bool golomb_seen = false, ef_seen = false;
+    for (size_t i = 0; i < ADDS; i++) {
+        assert_int_equal(seen_add_str(s, pi.strs + N + i, 1, NULL, t0 + step * (int64_t)i, NULL),
+                         SEEN_OK);
+        for (uint32_t r = 0; r < s->nruns; r++) {
+            const seen__run *run = &s->runs[r];
+            bool several;
+            if (run->c <= 1 || run_newest_slice(s, run, &several) != slice || several)
+                continue;
+            /* The run of this slice alone: the one the head goes into. */
+            if (run->n < SEEN_EF_MIN_HEAD_RUN) {
+                assert_false(seen__run_is_ef(run));
+                golomb_seen = true;
+            } else if (seen__ef_low_bits(run->n, run->span) <= SEEN_EF_MAX_LOW_BITS) {
+                assert_true(seen__run_is_ef(run));
+                ef_seen = true;
+            }
+        }
+    }
+    assert_true(golomb_seen);
+    assert_true(ef_seen);
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    const int64_t now = t0 + step * (int64_t)ADDS;
+    for (int pass = 0; pass < 2; pass++) {
+        uint8_t *seen = malloc(ADDS);
+        assert_int_equal(seen_filter_str(s, pi.strs + N, ADDS, now, seen), SEEN_OK);
+        for (size_t i = 0; i < ADDS; i++)
+            assert_int_equal(seen[i], 1);
+        free(seen);
+        s = roundtrip(s);
+    }
     items_free(&pi);
     seen_free(s);
 }
@@ -2240,6 +2307,7 @@ int main(void)
         cmocka_unit_test(test_burst_after_small_history),
         cmocka_unit_test(test_light_user_turning_heavy),
         cmocka_unit_test(test_live_adds_after_import),
+        cmocka_unit_test(test_head_run_turns_elias_fano),
         cmocka_unit_test(test_page_head_matches_loaded),
         cmocka_unit_test(test_loaded_edges_take_writes),
         cmocka_unit_test(test_writes_near_linear),
