@@ -590,7 +590,10 @@ void seen__ef_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t 
 }
 /* ------------------------------------------------------------ building */
 
-void seen__ef_index(seen__run *r)
+/* The samples of r's uppers, counting zeros a word at a time.  Every edit
+ * of a run counts them again, and a loaded run once: compiled with POPCNT
+ * where the CPU has it (without, each count is a library call). */
+static inline __attribute__((always_inline)) void ef_index_body(seen__run *r)
 {
     uint64_t ns = nsamples(r);
     if (ns == 0)
@@ -606,7 +609,7 @@ void seen__ef_index(seen__run *r)
         uint64_t w = ~up_word(up, k);
         if (k == words - 1 && ((r->n + highs(r)) & 63))
             w &= (UINT64_C(1) << ((r->n + highs(r)) & 63)) - 1;
-        unsigned z = (unsigned)__builtin_popcountll(w);
+        unsigned z = popcount64(w);
         while (j <= ns && zeros + z >= next) {
             uint64_t pos = k * 64 + seen__select64(w, (unsigned)(next - zeros - 1)) + 1;
             seen__bitw_put(&sw, pos, r->ef.wsample);
@@ -615,6 +618,28 @@ void seen__ef_index(seen__run *r)
         }
         zeros += z;
     }
+}
+
+static void ef_index_plain(seen__run *r)
+{
+    ef_index_body(r);
+}
+
+#if EF_X86
+__attribute__((target("popcnt"))) static void ef_index_popcnt(seen__run *r)
+{
+    ef_index_body(r);
+}
+#else
+#define ef_index_popcnt ef_index_plain
+#endif
+
+void seen__ef_index(seen__run *r)
+{
+    if (effective_isa() >= SEEN_EF_ISA_POPCNT)
+        ef_index_popcnt(r);
+    else
+        ef_index_plain(r);
 }
 
 seen_err seen__ef_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
@@ -816,12 +841,13 @@ done:
 /* How many of the run's values are below offset x (x <= span), and
  * whether x is one of them (*has): the start of x's high part (its sample,
  * then popcounts), then its lows. */
-static uint64_t ef_rank(const seen__run *r, const lows *lw, uint64_t x, bool *has)
+static inline __attribute__((always_inline)) uint64_t
+ef_rank_body(const seen__run *r, const lows *lw, uint64_t x, bool *has, bool pdep)
 {
     const uint8_t *up = lw->codes;
     const unsigned l = r->ef.low;
     const uint64_t h = x >> l, ubits = r->n + highs(r);
-    const uint64_t p = high_start(r, up, h, false);
+    const uint64_t p = high_start(r, up, h, pdep);
     /* The values of high part h follow from bit p while the bits are ones. */
     const uint64_t want = x & ((UINT64_C(1) << l) - 1);
     uint64_t i = p - h;
@@ -834,6 +860,42 @@ static uint64_t ef_rank(const seen__run *r, const lows *lw, uint64_t x, bool *ha
         }
     }
     return i;
+}
+
+/* A flush ranks each new value, a popcount per word from its sample on:
+ * at the lookups' instruction levels. */
+static uint64_t ef_rank_plain(const seen__run *r, const lows *lw, uint64_t x, bool *has)
+{
+    return ef_rank_body(r, lw, x, has, false);
+}
+
+#if EF_X86
+__attribute__((target("popcnt"))) static uint64_t ef_rank_popcnt(const seen__run *r, const lows *lw,
+                                                                 uint64_t x, bool *has)
+{
+    return ef_rank_body(r, lw, x, has, false);
+}
+
+__attribute__((target("popcnt,bmi2"))) static uint64_t
+ef_rank_pdep(const seen__run *r, const lows *lw, uint64_t x, bool *has)
+{
+    return ef_rank_body(r, lw, x, has, true);
+}
+#else
+#define ef_rank_popcnt ef_rank_plain
+#define ef_rank_pdep ef_rank_plain
+#endif
+
+static uint64_t ef_rank(const seen__run *r, const lows *lw, uint64_t x, bool *has)
+{
+    switch (effective_isa()) {
+    case SEEN_EF_ISA_PDEP:
+        return ef_rank_pdep(r, lw, x, has);
+    case SEEN_EF_ISA_POPCNT:
+        return ef_rank_popcnt(r, lw, x, has);
+    default:
+        return ef_rank_plain(r, lw, x, has);
+    }
 }
 
 /*
