@@ -1,21 +1,10 @@
 /*
- * hash.c — how items become 64-bit keys.  Strings are hashed with XXH3
- * under a fixed seed (part of the format: changing it changes every stored
- * fingerprint); integers in approximate mode go through a bijective mixer so
- * that distinct ids never collide before fingerprinting.
+ * hash.c — how integer items become 64-bit keys: in approximate mode they
+ * go through a bijective mixer so that distinct ids never collide before
+ * fingerprinting.  Strings are hashed with XXH3 under a fixed seed
+ * (seen__hash_str, inline in internal.h, so the batch loops compile it in).
  */
 #include "internal.h"
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
-/* "seen_v01" in ASCII; recorded in docs/FORMAT.md. */
-#define SEEN_HASH_SEED UINT64_C(0x7365656e5f763031)
-
-uint64_t seen__hash_str(const void *ptr, size_t len)
-{
-    return XXH3_64bits_withSeed(ptr, len, SEEN_HASH_SEED);
-}
 
 uint64_t seen__mix64(uint64_t x)
 {
