@@ -3,8 +3,10 @@ back: histories migrated from legacy ZSETs and SETs spanning one to three
 windows, AT imports in every order, re-add storms and huge batches on capped
 keys, the capped EXACT INT fold, a burst far past a light history's plan,
 a small capped key whose fingerprints collide as ids are added again,
-capped keys backfilled after live writes (their steps' time ranges), and
-a key settled from three windows of imports taking live adds.  After
+capped keys backfilled after live writes (their steps' time ranges),
+a key settled from three windows of imports taking live adds, and one
+whose run taking those adds grows past 4,096 values (coded Elias-Fano
+from there), loses some of them and takes more.  After
 each workload the answers and bytes of every key must survive DEBUG RELOAD,
 a restart from RDB, a restart from AOF, a replica's full sync and
 DUMP/RESTORE; nothing may be refused and the server must stay up.  (make test-module-san runs this file against the
@@ -62,6 +64,25 @@ def import_pages(client, key, items, times, page=400, policy=("WINDOW", "90d")):
         for it, t in zip(items[i:i + page], times[i:i + page]):
             pipe.execute_command("SEEN.INSERT", key, "AT", t, "ITEMS", it)
         pipe.execute()
+
+
+def import_windows(client, key, prefix, n, end):
+    """Three 90-day windows ending at `end`, n items each (the second half of
+    the names twice, as bench-core builds its steady set), imported in
+    time-stamped pages of 100 and each settled before the next."""
+    window = 90 * DAY
+    first = (n, 0, n)
+    pipe = client.pipeline(transaction=False)
+    for wi in range(3):
+        w_end = end - (2 - wi) * window
+        for i in range(0, n, 100):
+            pairs = []
+            for j in range(100):
+                pairs += [w_end - window + window * (i + j) // n,
+                          "%s%d" % (prefix, first[wi] + i + j)]
+            pipe.execute_command("SEEN.INSERT", key, "NOW", pairs[-2], "TIMED", "ITEMS", *pairs)
+        pipe.execute_command("SEEN.COMPACT", key, "NOW", w_end)
+    pipe.execute()
 
 
 def run_migration(server, tmp_path, pattern, template, policy, *extra):
@@ -216,18 +237,7 @@ def write_everything(server, tmp_path):
     # head starts a run of its own beside them rather than merging into one.
     n, window = 10000, 90 * DAY
     end = now - 10 * DAY
-    first = (n, 0, n)
-    pipe = c.pipeline(transaction=False)
-    for wi in range(3):
-        w_end = end - (2 - wi) * window
-        for i in range(0, n, 100):
-            pairs = []
-            for j in range(100):
-                pairs += [w_end - window + window * (i + j) // n, "st%d" % (first[wi] + i + j)]
-            pipe.execute_command("SEEN.INSERT", "settled", "NOW", pairs[-2], "TIMED", "ITEMS",
-                                 *pairs)
-        pipe.execute_command("SEEN.COMPACT", "settled", "NOW", w_end)
-    pipe.execute()
+    import_windows(c, "settled", "st", n, end)
     step = window // n
     for i in range(300):
         c.execute_command("SEEN.INSERT", "settled", "NOW", end + step * (i + 1), "ITEMS",
@@ -238,6 +248,31 @@ def write_everything(server, tmp_path):
     # The last window's items younger than 85 days, and the live ones.
     w.expect("settled", ["st%d" % (n + i) for i in range(2000, n, 37)] +
              ["stlive%d" % i for i in range(300)])
+
+    # The same at 24,000 items a window, then 5,200 live adds at that rate
+    # in the next slice (the history's first item starts the slices, so one
+    # starts where the third window ends): the run that takes the head
+    # passes 4,096 values (it is coded Elias-Fano from there), loses some
+    # of them (a delete there rebuilds it) and takes more.  Its history
+    # ends 21 days back, so no slice of it is forgotten by the server's
+    # own clock while the test runs (that would rewrite it on a timer).
+    n, hr_end = 24000, now - 21 * DAY
+    import_windows(c, "headrun", "hr", n, hr_end)
+    step = window // n
+    live = ["hrlive%d" % i for i in range(5200)]
+    pipe = c.pipeline(transaction=False)
+    for i in range(5000):
+        pipe.execute_command("SEEN.INSERT", "headrun", "NOW", hr_end + step * (i + 1), "ITEMS",
+                             live[i])
+    pipe.execute()
+    runs = info_map(c.execute_command("SEEN.INFO", "headrun"))["runs"]
+    assert runs[-1]["segments"] == 1 and runs[-1]["items"] > 4096, runs
+    c.execute_command("SEEN.REMOVE", "headrun", "NOW", hr_end + step * 5001, "ITEMS",
+                      *live[:5000:100])
+    for i in range(5000, 5200):
+        c.execute_command("SEEN.INSERT", "headrun", "NOW", hr_end + step * (i + 2), "ITEMS",
+                          live[i])
+    w.expect("headrun", [x for k, x in enumerate(live) if k >= 5000 or k % 100])
 
     # A small capped key at a high error, a few ids added again and again:
     # fingerprint collisions move shadow marks (the count must stay safe).
