@@ -253,7 +253,7 @@ def write_everything(server, tmp_path):
     # in the next slice (the history's first item starts the slices, so one
     # starts where the third window ends): the run that takes the head
     # passes 4,096 values (it is coded Elias-Fano from there), loses some
-    # of them (a delete there rebuilds it) and takes more.  Its history
+    # of them (deleted in place) and takes more.  Its history
     # ends 21 days back, so no slice of it is forgotten by the server's
     # own clock while the test runs (that would rewrite it on a timer).
     n, hr_end = 24000, now - 21 * DAY
