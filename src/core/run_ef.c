@@ -2,9 +2,10 @@
  * run_ef.c — runs coded Elias-Fano: the layout of large compact runs (and
  * of large exact runs of dense integer ids), in which a lookup reads a few
  * words wherever its value lies instead of decoding a Golomb bucket up to
- * it.  Just past 1,000 lines on purpose: the shape, the lookups at three
- * instruction levels, and the edits all work on the same private reading
- * of the bits (uppers, lows, samples), which a split would have to expose.
+ * it.  Past 1,000 lines on purpose: the shape, the lookups (and the ranks
+ * and samples the edits count) at three instruction levels, and the edits
+ * all work on the same private reading of the bits (uppers, lows,
+ * samples), which a split would have to expose.
  *
  * The n values of a run, as offsets x_i = v_i - base (x_0 = 0, strictly
  * increasing, x_{n-1} = span), are cut at L low bits (ef.low: the L that
