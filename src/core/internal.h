@@ -534,6 +534,8 @@ typedef enum { SEEN_EF_ISA_PLAIN, SEEN_EF_ISA_POPCNT, SEEN_EF_ISA_PDEP } seen__e
 /* Cap the level (tests run every one the CPU has); returns the level now
  * in use. */
 seen__ef_isa seen__ef_isa_limit(seen__ef_isa cap);
+/* The level in use (other code counting bits picks by it too). */
+seen__ef_isa seen__ef_isa_now(void);
 /* Whether a CPU of this vendor (cpuid's 12 bytes) and signature (leaf 1,
  * EAX) runs PDEP in a few cycles: the condition for the PDEP level. */
 bool seen__pdep_fast_on(const char vendor[12], unsigned signature);

@@ -559,6 +559,11 @@ seen__ef_isa seen__ef_isa_limit(seen__ef_isa cap)
     return effective_isa();
 }
 
+seen__ef_isa seen__ef_isa_now(void)
+{
+    return effective_isa();
+}
+
 int64_t seen__ef_find(const seen__run *r, uint64_t v)
 {
     if (v < r->base || v - r->base > r->span)

@@ -170,9 +170,12 @@ static inline uint64_t popcount_swar(uint64_t w)
 
 /* k = 2^b segments: a word's digits are b-bit fields, the first in the
  * low bits.  A field equals t where w ^ (t in every field) is zero: OR
- * each field's bits into its lowest and count the fields left clear. */
-static void count_tags_fields(const uint8_t *tw, uint64_t n, uint32_t per, unsigned b,
-                              uint64_t *per_tag)
+ * each field's bits into its lowest and count the fields left clear.
+ * `hw`: count them with POPCNT (the caller's target has it). */
+static inline __attribute__((always_inline)) void count_tags_fields_body(const uint8_t *tw,
+                                                                         uint64_t n, uint32_t per,
+                                                                         unsigned b,
+                                                                         uint64_t *per_tag, bool hw)
 {
     uint32_t k = UINT32_C(1) << b;
     uint64_t lows_all = 0;
@@ -187,12 +190,41 @@ static void count_tags_fields(const uint8_t *tw, uint64_t n, uint32_t per, unsig
             uint64_t y = w ^ (lows * t), any = y;
             for (unsigned j = 1; j < b; j++)
                 any |= y >> j;
-            uint64_t equal = digits - popcount_swar(any & lows);
+            uint64_t clear = any & lows;
+            uint64_t equal =
+                digits - (hw ? (uint64_t)__builtin_popcountll(clear) : popcount_swar(clear));
             per_tag[t] += equal;
             others += equal;
         }
         per_tag[0] += digits - others;
     }
+}
+
+static void count_tags_fields_plain(const uint8_t *tw, uint64_t n, uint32_t per, unsigned b,
+                                    uint64_t *per_tag)
+{
+    count_tags_fields_body(tw, n, per, b, per_tag, false);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* A packed key is unpacked at every command that reaches it, and these
+ * counts were a fifth of unpacking 1,000 items with four slices. */
+__attribute__((target("popcnt"))) static void
+count_tags_fields_popcnt(const uint8_t *tw, uint64_t n, uint32_t per, unsigned b, uint64_t *per_tag)
+{
+    count_tags_fields_body(tw, n, per, b, per_tag, true);
+}
+#else
+#define count_tags_fields_popcnt count_tags_fields_plain
+#endif
+
+static void count_tags_fields(const uint8_t *tw, uint64_t n, uint32_t per, unsigned b,
+                              uint64_t *per_tag)
+{
+    if (seen__ef_isa_now() >= SEEN_EF_ISA_POPCNT)
+        count_tags_fields_popcnt(tw, n, per, b, per_tag);
+    else
+        count_tags_fields_plain(tw, n, per, b, per_tag);
 }
 
 /* Any k up to 8: m digits at a time (k^m at most 256), each group's

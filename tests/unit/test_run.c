@@ -545,8 +545,9 @@ static void test_runs(void **state)
     for (uint32_t k = 2; k <= 17; k++)
         for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
             check_run(&r, (int)(k + i) % 6, sizes[i], k, (k + i) % 2 == 1);
-    /* Elias-Fano lookups are compiled once per instruction level: each
-     * level this CPU runs answers the same checks. */
+    /* Elias-Fano lookups and edits, and the counts of b-bit tags, are
+     * compiled once per instruction level: each level this CPU runs
+     * answers the same checks. */
     int levels = 0;
     for (int isa = SEEN_EF_ISA_PLAIN; isa <= SEEN_EF_ISA_PDEP; isa++) {
         if (seen__ef_isa_limit((seen__ef_isa)isa) != (seen__ef_isa)isa)
