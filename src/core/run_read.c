@@ -177,10 +177,35 @@ static inline __attribute__((always_inline)) void count_tags_fields_body(const u
                                                                          unsigned b,
                                                                          uint64_t *per_tag, bool hw)
 {
+#define POP(x) (hw ? (uint64_t)__builtin_popcountll(x) : popcount_swar(x))
     uint32_t k = UINT32_C(1) << b;
     uint64_t lows_all = 0;
     for (uint32_t i = 0; i < per; i++)
         lows_all |= UINT64_C(1) << (i * b);
+    if (b <= 2) {
+        /* Two segments or four (a window of four slices): the fields' bit
+         * planes counted directly, three popcounts a word. */
+        for (uint64_t first = 0; first < n; first += per) {
+            uint64_t w = seen__load64le(tw + first / per * 8);
+            uint64_t digits = n - first < per ? n - first : per;
+            uint64_t lows =
+                digits == per ? lows_all : lows_all & ((UINT64_C(1) << (digits * b)) - 1);
+            uint64_t lo = w & lows;
+            if (b == 1) {
+                uint64_t ones = POP(lo);
+                per_tag[1] += ones;
+                per_tag[0] += digits - ones;
+                continue;
+            }
+            uint64_t hi = (w >> 1) & lows, both = POP(lo & hi);
+            uint64_t c1 = POP(lo) - both, c2 = POP(hi) - both;
+            per_tag[3] += both;
+            per_tag[2] += c2;
+            per_tag[1] += c1;
+            per_tag[0] += digits - both - c1 - c2;
+        }
+        return;
+    }
     for (uint64_t first = 0; first < n; first += per) {
         uint64_t w = seen__load64le(tw + first / per * 8);
         uint64_t digits = n - first < per ? n - first : per;
@@ -191,13 +216,13 @@ static inline __attribute__((always_inline)) void count_tags_fields_body(const u
             for (unsigned j = 1; j < b; j++)
                 any |= y >> j;
             uint64_t clear = any & lows;
-            uint64_t equal =
-                digits - (hw ? (uint64_t)__builtin_popcountll(clear) : popcount_swar(clear));
+            uint64_t equal = digits - POP(clear);
             per_tag[t] += equal;
             others += equal;
         }
         per_tag[0] += digits - others;
     }
+#undef POP
 }
 
 static void count_tags_fields_plain(const uint8_t *tw, uint64_t n, uint32_t per, unsigned b,
