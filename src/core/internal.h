@@ -542,7 +542,7 @@ bool seen__pdep_fast_on(const char vendor[12], unsigned signature);
 /* seen__run_match for an Elias-Fano run. */
 void seen__ef_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags);
 /* Whether every tag word is a valid base-nsegs number with nothing past
- * the last value (run_read.c). */
+ * the last value (run_tags.c). */
 bool seen__run_tags_ok(const seen__run *r);
 
 /* Looks up a nondecreasing sequence of values in one run. */

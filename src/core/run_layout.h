@@ -3,7 +3,7 @@
  * sizes and offsets of its parts, canonical bucket counts and widths, bucket
  * starts from the index, tag packing, and decoding Golomb codes (one at a
  * position, or in sequence with a bit reader).  Shared
- * by the writers (run.c, run_edit.c) and the readers (run_read.c); private
+ * by the writers (run.c, run_edit.c) and the readers (run_read.c, run_tags.c); private
  * to the core.
  */
 #ifndef SEEN_RUN_LAYOUT_H
