@@ -215,9 +215,26 @@ match_high(const lows *lw, uint64_t ubits, uint64_t p, uint64_t h, uint64_t want
         ones = ubits - p;
     const uint64_t i = p - h;
     if (__builtin_expect(ones <= 3, 1)) {
-        /* Reading up to two lows past the last value stays in the
+        /* The three lows from one load where they lie in one block and
+         * fit the 57 bits a load brings (lows of up to 19 bits: a third of
+         * the loads, 2,000 candidates on one run of 100,000 went 35 -> 27
+         * us).  Reading up to two lows past the last value stays in the
          * padding. */
-        uint64_t l0 = low_at(lw, i), l1 = low_at(lw, i + 1), l2 = low_at(lw, i + 2);
+        const unsigned l = lw->l;
+        const uint64_t b = lw->ups + i * l;
+        uint64_t l0, l1, l2;
+        if (__builtin_expect(3 * l <= 57 && (b + 3 * l <= lw->cut || b >= lw->cut), 1)) {
+            const bool t = b >= lw->cut;
+            const uint64_t w = seen__peek(t ? lw->tail : lw->codes, t ? b - lw->cut : b);
+            const uint64_t mask = (UINT64_C(1) << l) - 1;
+            l0 = w & mask;
+            l1 = (w >> l) & mask;
+            l2 = (w >> (2 * l)) & mask;
+        } else {
+            l0 = low_at(lw, i);
+            l1 = low_at(lw, i + 1);
+            l2 = low_at(lw, i + 2);
+        }
         unsigned m0 = (ones > 0) & (l0 == want), m1 = (ones > 1) & (l1 == want),
                  m2 = (ones > 2) & (l2 == want);
         return (m0 | m1 | m2) ? (int64_t)(i + m1 + 2 * m2) : -1;
