@@ -26,13 +26,37 @@ static uint64_t mantissa_round(uint64_t x)
     return bl > 24 ? x & ~((UINT64_C(1) << (bl - 24)) - 1) : x;
 }
 
-/* The start of the oldest live slice that holds items (INT64_MAX: none). */
-static int64_t oldest_live_start(const seen_set *s, const next_state *ns)
+/* The oldest live slice that holds items (INT64_MAX: none). */
+static int64_t oldest_live_slice(const seen_set *s, const next_state *ns)
 {
     for (uint32_t i = 0; i < ns->nsegs; i++) /* age order: the first found */
         if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) && seen__seg_items(&ns->segs[i]) > 0)
-            return ns->origin + ns->segs[i].slice * (int64_t)s->slice_ms;
+            return ns->segs[i].slice;
     return INT64_MAX;
+}
+
+/*
+ * Where the live data starts, as planning measures a rate (INT64_MAX: no
+ * live items): the start of the oldest live slice that holds items, or
+ * the origin when that is the slice just before it.  The origin is the
+ * oldest time of the set's first write, so that slice holds only items
+ * written later with older times: mostly pages that arrived out of order
+ * (events seconds apart, delivered late), just before the origin, where
+ * the slice's start would count up to a slice of history the set never
+ * had.  A new key then looked a slice old, was planned for a fraction of
+ * its rate and re-planned at nearly every flush as it grew, each plan a
+ * divisor of its own (a 1,000-a-day key whose second page was a minute
+ * older than its first: 18 runs and 26 bits per item on day 49, against 5
+ * and 15.4).  An import of older history behind live writes reaches
+ * further back, where slices' starts measure it; one of less than a slice
+ * is planned a little finer for its first window.
+ */
+static int64_t oldest_live_start(const seen_set *s, const next_state *ns)
+{
+    int64_t k = oldest_live_slice(s, ns);
+    if (k == INT64_MAX)
+        return INT64_MAX;
+    return k == -1 ? ns->origin : ns->origin + k * (int64_t)s->slice_ms;
 }
 
 /* Young: a windowed set whose live items span less than one slice of data
@@ -463,15 +487,10 @@ static uint64_t expected_arrivals(const seen_set *s, const next_state *ns, uint6
 {
     if (!s->slice_ms)
         return live;
-    int64_t oldest = INT64_MAX;
-    for (uint32_t i = 0; i < ns->nsegs; i++)
-        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) &&
-            seen__seg_items(&ns->segs[i]) > 0 && ns->segs[i].slice < oldest)
-            oldest = ns->segs[i].slice;
+    int64_t oldest = oldest_live_slice(s, ns);
     if (oldest == INT64_MAX)
         return live;
-    int64_t start = ns->origin + oldest * (int64_t)s->slice_ms;
-    int64_t seen_for = ns->clock - start;
+    int64_t seen_for = ns->clock - oldest_live_start(s, ns);
     int64_t until_free = slice_forget_at(s, ns->origin, oldest) - ns->clock;
     if (seen_for < 1)
         seen_for = 1;
