@@ -97,12 +97,12 @@ $(SAN)/seen.so: $(MODULE_SAN_OBJ) src/module/exports.map
 
 # Integration tests: a real redis-server on a free loopback port.
 PYTHON_SYSTEM ?= /usr/bin/python3
-test-module: $(BUILD)/seen.so
+test-module: $(BUILD)/seen.so $(BUILD)/bench/libfastclock.so
 	$(PYTHON_SYSTEM) -m pytest -q tests/module
 
 # The same suite with the sanitized module (Redis's own leaks at exit are
 # not ours to report).
-test-module-san: $(SAN)/seen.so
+test-module-san: $(SAN)/seen.so $(BUILD)/bench/libfastclock.so
 	SEEN_MODULE=$(SAN)/seen.so REDIS_PRELOAD="$$($(CC) -print-file-name=libasan.so)" \
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 $(PYTHON_SYSTEM) -m pytest -q tests/module
 

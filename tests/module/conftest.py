@@ -20,13 +20,17 @@ MODULE = os.path.abspath(os.environ.get("SEEN_MODULE", os.path.join(ROOT, "build
 REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
 # A sanitized module needs its runtime loaded before anything else.
 REDIS_PRELOAD = os.environ.get("REDIS_PRELOAD")
+# Our LD_PRELOAD library that runs a server's wall clock fast (bench/fastclock.c).
+FASTCLOCK = os.path.join(ROOT, "build", "bench", "libfastclock.so")
 
 
 class Server:
     """One redis-server with the module, in `directory`."""
 
-    def __init__(self, directory, *args, module=True):
+    def __init__(self, directory, *args, module=True, clock_factor=None):
         self.dir = str(directory)
+        # The server's wall clock runs this many times fast (None: real time).
+        self.clock_factor = clock_factor
         os.makedirs(self.dir, exist_ok=True)
         self.args = list(args)
         self.module = module
@@ -47,8 +51,12 @@ class Server:
             if self.port is None:
                 self.port = free_port()
             env = dict(os.environ)
-            if REDIS_PRELOAD:
-                env["LD_PRELOAD"] = REDIS_PRELOAD
+            preload = [REDIS_PRELOAD] if REDIS_PRELOAD else []
+            if self.clock_factor is not None:
+                preload.append(FASTCLOCK)
+                env["SEEN_FASTCLOCK_FACTOR"] = str(self.clock_factor)
+            if preload:
+                env["LD_PRELOAD"] = ":".join(preload)
             self.proc = subprocess.Popen(self.command_line(), stdout=subprocess.DEVNULL,
                                          stderr=open(os.path.join(self.dir, "stderr.log"), "ab"),
                                          env=env)
@@ -122,8 +130,9 @@ def make_server(tmp_path):
     """Start servers of one's own (extra redis-server arguments allowed)."""
     servers = []
 
-    def make(*args, name=None, module=True, start=True):
-        server = Server(tmp_path / (name or "s%d" % len(servers)), *args, module=module)
+    def make(*args, name=None, module=True, start=True, clock_factor=None):
+        server = Server(tmp_path / (name or "s%d" % len(servers)), *args, module=module,
+                        clock_factor=clock_factor)
         servers.append(server)
         return server.start() if start else server
 
