@@ -1670,6 +1670,19 @@ static void test_many_runs_fold_rarely(void **state)
     seen_free(s);
 }
 
+/* Two keys of 50 days at 1,000 a day, planned alike: the second within a
+ * run and 0.3 bit per item of the first. */
+static void assert_planned_alike(const char *ref, uint32_t ref_runs, double ref_bits,
+                                 const char *other, uint32_t runs, double bits)
+{
+    fprintf(stderr,
+            "[stat] 50 days at 1,000 a day: %s %u runs at most, %.2f bits per item; "
+            "%s %u runs, %.2f bits\n",
+            ref, ref_runs, ref_bits, other, runs, bits);
+    assert_true(runs <= ref_runs + 1);
+    assert_true(bits <= ref_bits + 0.3);
+}
+
 /* A 1,000-a-day key written for 50 days in pages of 20; with `late`, its
  * second page carries times a minute older than its first.  Returns the
  * most runs it held and its bits per item on the last day. */
@@ -1710,12 +1723,115 @@ static void test_late_first_pages_plan_as_in_order(void **state)
     uint32_t runs_in_order, runs_late;
     double in_order = late_page_key(false, &runs_in_order);
     double late = late_page_key(true, &runs_late);
-    fprintf(stderr,
-            "[stat] 50 days at 1,000 a day: in order %u runs at most, %.2f bits per item; "
-            "second page a minute late %u runs, %.2f bits\n",
-            runs_in_order, in_order, runs_late, late);
-    assert_true(runs_late <= runs_in_order + 1);
-    assert_true(late <= in_order + 0.3);
+    assert_planned_alike("in order", runs_in_order, in_order, "second page a minute late",
+                         runs_late, late);
+}
+
+/* Pages of 20 at 1,000 a day for `days` days from `from` into s; the most
+ * runs s held on the way. */
+static uint32_t pages_at_1000_a_day(seen_set *s, int64_t from, size_t days, const char *tag)
+{
+    char ids[20][48];
+    seen_str page[20];
+    uint32_t most = 0;
+    for (size_t k = 0; k < days * 50; k++) {
+        for (int i = 0; i < 20; i++) {
+            snprintf(ids[i], sizeof ids[i], "%s%zu-%d", tag, k, i);
+            page[i] = (seen_str){ids[i], strlen(ids[i])};
+        }
+        assert_int_equal(seen_add_str(s, page, 20, NULL, from + (int64_t)k * (DAY / 50), NULL),
+                         SEEN_OK);
+        if (s->nruns > most)
+            most = s->nruns;
+    }
+    return most;
+}
+
+static void test_user_back_after_a_window_lives_as_new(void **state)
+{
+    (void)state;
+    /* A set that has forgotten everything starts its next life as a new
+     * set: slices anchored in its old life began up to a slice before its
+     * new first item, and a set's age is measured from its oldest slice's
+     * start, so it was planned for a fraction of its rate and re-planned as
+     * it grew (14 runs, 22 bits per item 50 days back). */
+    seen_policy p;
+    seen_policy_default(&p);
+    seen_set *fresh, *back;
+    assert_int_equal(seen_create(&p, &fresh), SEEN_OK);
+    assert_int_equal(seen_create(&p, &back), SEEN_OK);
+    pages_at_1000_a_day(back, T0, 10, "old");
+    const int64_t away = T0 + 140 * DAY; /* past the window and a slice */
+    uint32_t most_fresh = pages_at_1000_a_day(fresh, away, 50, "new");
+    uint32_t most_back = pages_at_1000_a_day(back, away, 50, "new");
+    assert_planned_alike("new key", most_fresh, (double)seen_bytes(fresh) * 8.0 / 50000.0,
+                         "back after 130 days away", most_back,
+                         (double)seen_bytes(back) * 8.0 / 50000.0);
+    assert_int_equal(seen__set_check(back), SEEN_OK);
+    /* Every new item is counted but those whose fingerprint an earlier
+     * one took (about one in a thousand at this error). */
+    uint64_t count = seen_count(back, away + 50 * DAY);
+    assert_true(count <= 50000 && count >= 49900);
+    seen_str old = {"old0-0", 6}, new = {"new0-0", 6};
+    uint8_t seen_old = 0, seen_new = 0; /* filters set the flags of seen items only */
+    assert_int_equal(seen_filter_str(back, &old, 1, away + 50 * DAY, &seen_old), SEEN_OK);
+    assert_int_equal(seen_filter_str(back, &new, 1, away + 50 * DAY, &seen_new), SEEN_OK);
+    assert_int_equal(seen_old, 0);
+    assert_int_equal(seen_new, 1);
+    seen_free(fresh);
+    seen_free(back);
+
+    /* An integer set back after a window away is keyed as a new one is:
+     * by its raw ids again, though its old life had mixed them. */
+    seen_policy pi = policy(90 * DAY, 4, 0.001, 0, SEEN_IDS_INT, 16);
+    seen_set *ints;
+    assert_int_equal(seen_create(&pi, &ints), SEEN_OK);
+    rng r = {test_seed("back-int", 17)};
+    uint64_t ids[200];
+    for (size_t k = 0; k < 20; k++) {
+        for (size_t i = 0; i < 200; i++)
+            ids[i] = rng_next(&r);
+        assert_int_equal(seen_add_int(ints, ids, 200, NULL, T0 + (int64_t)k * DAY, NULL), SEEN_OK);
+    }
+    assert_int_equal(seen_keys_raw(ints), 0);
+    for (size_t i = 0; i < 200; i++)
+        ids[i] = 1000 + i;
+    assert_int_equal(seen_add_int(ints, ids, 200, NULL, away, NULL), SEEN_OK);
+    assert_int_equal(seen_keys_raw(ints), 1);
+    uint8_t flags[200] = {0};
+    assert_int_equal(seen_filter_int(ints, ids, 200, away, flags), SEEN_OK);
+    for (size_t i = 0; i < 200; i++)
+        assert_int_equal(flags[i], 1);
+    assert_int_equal(seen__set_check(ints), SEEN_OK);
+    seen_free(ints);
+
+    /* The write that starts the new life fails whole or not at all. */
+    alloc_install();
+    alloc_reset(-1);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    pages_at_1000_a_day(s, T0, 2, "old");
+    size_t len;
+    uint8_t *before = snapshot(s, &len);
+    long baseline = g_alloc.live;
+    seen_str page[3] = {{"a", 1}, {"b", 1}, {"c", 1}};
+    for (long n = 0;; n++) {
+        alloc_reset(n);
+        seen_err e = seen_add_str(s, page, 3, NULL, away, NULL);
+        alloc_reset(-1);
+        if (e == SEEN_OK)
+            break;
+        assert_int_equal(e, SEEN_ERR_NOMEM);
+        assert_int_equal(g_alloc.live, baseline);
+        assert_unchanged(s, before, len);
+        assert_true(n < 1000);
+    }
+    free(before);
+    assert_int_equal(seen_count(s, away), 3);
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    seen_free(s);
+    assert_int_equal(g_alloc.live, 0);
+    seen_set_allocator(NULL);
 }
 
 static void test_int_ids_compact(void **state)
@@ -2393,6 +2509,7 @@ int main(void)
         cmocka_unit_test(test_young_sets_compact),
         cmocka_unit_test(test_many_runs_fold_rarely),
         cmocka_unit_test(test_late_first_pages_plan_as_in_order),
+        cmocka_unit_test(test_user_back_after_a_window_lives_as_new),
         cmocka_unit_test(test_loads_version_1),
         cmocka_unit_test(test_int_ids_compact),
         cmocka_unit_test(test_errors_change_nothing),
