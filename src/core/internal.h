@@ -149,6 +149,16 @@
  * more rewrite its largest run: the head went into a new run, folded. */
 #define SEEN_MANY_RUNS_RATIO 8u
 #define SEEN_MANY_RUNS_MAX 16u
+/* Runs of older plans cannot merge, so a set whose rate keeps moving
+ * (growing, in waves, with many slices) gathers a divisor per re-plan.  At
+ * SEEN_RUNS_WHOLE_REPLAN runs it re-plans by whole factors only, as a
+ * young set does, so its new runs share one lattice of divisors; at
+ * SEEN_RUNS_CONSOLIDATE a flush merges every group of runs that share a
+ * divisor, wherever they stand.  A set growing from 100 to 3,400 items a
+ * day over 166 days in 64 slices had reached the format's 64 runs (and
+ * every further write was refused). */
+#define SEEN_RUNS_WHOLE_REPLAN 16u
+#define SEEN_RUNS_CONSOLIDATE 24u
 
 /* Sets up to this many stored items keep a single run: rewriting it whole
  * on each merge is cheap, and one run avoids the cost of a split. */

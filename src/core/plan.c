@@ -296,11 +296,11 @@ static void replan(const seen_set *s, next_state *ns, const runlist *rl, uint64_
         return;
     }
     double holds = ldexp(s->policy.error, 64) * (1.0 - SEEN_BUDGET_RESERVE) / (double)ns->plan_c;
-    if (young) {
-        /* The plan moves by whole factors only, so young runs convert to
-         * it exactly and fold together: finer by halving when the target
-         * outgrows it, coarser by a whole multiple once it holds more than
-         * twice the target. */
+    if (young || rl->n >= SEEN_RUNS_WHOLE_REPLAN) {
+        /* The plan moves by whole factors only, so young runs (or those of
+         * a set with many runs already) convert to it exactly and fold
+         * together: finer by halving when the target outgrows it, coarser
+         * by a whole multiple once it holds more than twice the target. */
         while ((double)target > holds && ns->plan_c > 1 && !(ns->plan_c & 1)) {
             ns->plan_c >>= 1;
             holds *= 2;
@@ -540,6 +540,43 @@ static seen_err settle_exact_runs(const seen_set *s, next_state *ns, runlist *rl
 }
 
 /*
+ * Merge every group of runs sharing a divisor into one, in the place of
+ * the group's first; the last run (the one taking the head) stays as it
+ * is.  Exact: equal divisors, and a merge stores no more than its inputs,
+ * so the budget holds.  Runs are not ordered by anything a reader relies
+ * on but the last.
+ */
+static seen_err merge_equal_divisors(const seen_set *s, next_state *ns, runlist *rl)
+{
+    for (uint32_t i = 0; i + 2 < rl->n; i++) {
+        const seen__run *in[RUNLIST_MAX];
+        uint32_t at[RUNLIST_MAX];
+        size_t k = 0;
+        for (uint32_t j = i; j + 1 < rl->n; j++) {
+            if (rl->r[j].c == rl->r[i].c) {
+                at[k] = j;
+                in[k++] = &rl->r[j];
+            }
+        }
+        if (k < 2)
+            continue;
+        seen__run nr;
+        bool empty;
+        seen_err err = seen__merge_build(s, ns, in, k, HEAD_NONE, rl->r[i].c, NULL, 0, &nr, &empty);
+        if (err != SEEN_OK)
+            return err;
+        /* The later members go (last first, so the positions hold), then
+         * the merged run takes the first one's place. */
+        for (size_t m = k; m-- > 1;)
+            seen__runlist_replace(rl, at[m], at[m] + 1, NULL, true);
+        seen__runlist_replace(rl, i, i + 1, &nr, empty);
+        if (empty)
+            i--;
+    }
+    return SEEN_OK;
+}
+
+/*
  * Merge the head into the runs and tidy them, in this order: purge items of
  * dead segments (so budget checks see what is really held); leave the exact
  * phase if it is over, or re-plan; fold a recent run whose slice has ended
@@ -769,6 +806,9 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
         if (!done)
             break;
     }
+
+    if (rl->n > SEEN_RUNS_CONSOLIDATE && (err = merge_equal_divisors(s, ns, rl)) != SEEN_OK)
+        goto fail;
 
     /* The state must load back: the budget holds and the runs are within
      * the format's limit (neither fails unless planning is wrong). */

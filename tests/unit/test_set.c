@@ -1834,6 +1834,46 @@ static void test_user_back_after_a_window_lives_as_new(void **state)
     seen_set_allocator(NULL);
 }
 
+static void test_growing_user_stays_writable(void **state)
+{
+    (void)state;
+    /* A user whose rate keeps growing (100 items a day, 100 more each day)
+     * re-plans every few days, and runs of older plans cannot merge: in
+     * 64 slices the set reached the format's 64 runs on day 110 and every
+     * write after was refused.  Many runs now re-plan by whole factors and
+     * merge the runs that share a divisor. */
+    seen_policy p = policy(90 * DAY, 64, 0.001, 0, SEEN_IDS_STR, 128);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    enum { PAGE = 100 };
+    static char ids[PAGE][24];
+    seen_str page[PAGE];
+    uint64_t id = 0;
+    uint32_t most = 0;
+    double day = 0;
+    while (day < 112) {
+        for (int i = 0; i < PAGE; i++) {
+            snprintf(ids[i], sizeof ids[i], "g%llu", (unsigned long long)++id);
+            page[i] = (seen_str){ids[i], strlen(ids[i])};
+        }
+        assert_int_equal(seen_add_str(s, page, PAGE, NULL, T0 + (int64_t)(day * (double)DAY), NULL),
+                         SEEN_OK);
+        if (s->nruns > most)
+            most = s->nruns;
+        day += PAGE / (100 + 100 * day);
+    }
+    fprintf(stderr, "[stat] growing user, 64 slices: %llu items in 112 days, %u runs at most\n",
+            (unsigned long long)id, most);
+    assert_true(most <= SEEN_RUNS_CONSOLIDATE + 12);
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    /* The last page is seen. */
+    uint8_t seen[PAGE] = {0};
+    assert_int_equal(seen_filter_str(s, page, PAGE, T0 + 112 * DAY, seen), SEEN_OK);
+    for (int i = 0; i < PAGE; i++)
+        assert_int_equal(seen[i], 1);
+    seen_free(s);
+}
+
 static void test_int_ids_compact(void **state)
 {
     (void)state;
@@ -2510,6 +2550,7 @@ int main(void)
         cmocka_unit_test(test_many_runs_fold_rarely),
         cmocka_unit_test(test_late_first_pages_plan_as_in_order),
         cmocka_unit_test(test_user_back_after_a_window_lives_as_new),
+        cmocka_unit_test(test_growing_user_stays_writable),
         cmocka_unit_test(test_loads_version_1),
         cmocka_unit_test(test_int_ids_compact),
         cmocka_unit_test(test_errors_change_nothing),
