@@ -6,6 +6,7 @@ change nothing a client can see but memory: the same answers, the same
 DUMP, the same INFO totals, in either form and across the threshold.
 """
 import random
+import time
 
 from helpers import info_map, server_ms, wait_for
 
@@ -249,7 +250,9 @@ def test_keys_in_use_are_not_packed(make_server):
     c.config_set("seen.pack-idle-max-bytes", 2048)
     c.execute_command("SEEN.FILTER", "huge", "x")
     passes = c.info("seen")["seen_sweep_passes"]
+    deadline = time.monotonic() + 60
     while c.info("seen")["seen_sweep_passes"] < passes + 3:
+        assert time.monotonic() < deadline, "the sweep made no three passes in 60 s"
         c.execute_command("SEEN.FILTER", "busy", "x")
     assert packed_count(c) == 0
     c.config_set("seen.pack-idle-max-bytes", 0)
