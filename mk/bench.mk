@@ -10,7 +10,7 @@
 BENCH_SRC = bench/bench_redis.c bench/bench_report.c bench/driver.c
 BENCH_OUT ?= bench/results
 
-.PHONY: bench bench-latency test-bench bench-layouts test-layouts
+.PHONY: bench bench-latency test-bench bench-layouts test-layouts bench-states
 
 # It links the core library to time the core alone on a twin of a key.
 $(BUILD)/bench/bench_redis: $(BENCH_SRC) bench/driver.h bench/bench_redis.h include/seen.h $(BUILD)/libseen.a
@@ -79,3 +79,15 @@ bench-layouts: $(BUILD)/bench/layouts
 test-layouts: $(BUILD)/bench/layouts
 	$(BUILD)/bench/layouts 1000 > /dev/null
 EXTRA_TESTS += test-layouts
+
+# ------------------------------------------------------------ states
+# Keys driven through users' rate patterns (growing, waves, a late page, a
+# return after months away) in 4, 16 and 64 slices, in process: runs and
+# bits per live item over 250 days, and writes refused (bench/states.c;
+# bench/results/states.md, about a minute).
+$(BUILD)/bench/states: bench/states.c $(BUILD)/libseen.a include/seen.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(DEFS) -O2 -g -Iinclude $< $(BUILD)/libseen.a -lm -o $@
+
+bench-states: $(BUILD)/bench/states
+	$(BUILD)/bench/states $(BENCH_OUT)/states.md
