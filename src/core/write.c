@@ -91,12 +91,7 @@ static inline int64_t item_time(const int64_t *at, size_t i, int64_t now)
  * user came back after more than a window away). */
 static bool holds_nothing_alive(const seen_set *s, int64_t now)
 {
-    if (!s->slice_ms || !s->has_origin)
-        return false;
-    for (uint32_t i = 0; i < s->nsegs; i++)
-        if (seg_alive(s, &s->segs[i], s->origin, now))
-            return false;
-    return true;
+    return s->slice_ms && s->has_origin && seen_forget_all_at(s) <= now;
 }
 
 static seen_err add_keys(seen_set *s, const uint64_t *keys, size_t n, const int64_t *at,
