@@ -6,7 +6,10 @@
  * NetEase/vivo design) and, when REDISBLOOM_MODULE names a RedisBloom build,
  * BF keys at the same error rate.  The program starts its own redis-server
  * (driver.c), loads the workloads, measures, and writes a Markdown report
- * and gnuplot data files; the Makefile draws the plots.
+ * and gnuplot data files; the Makefile draws the plots.  The report's
+ * writer is bench_report.c; the measuring stays one file past 1,000 lines
+ * on purpose, since every measurement below runs on the one loaded server
+ * state and shares its rounds, batches and CPU accounting.
  *
  *   - Memory: MEMORY USAGE per item for histories of 100 .. 100,000 items of
  *     24 bytes, per user for a 60/30/10 light/medium/heavy population (seed
