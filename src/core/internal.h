@@ -160,6 +160,15 @@
 #define SEEN_RUNS_WHOLE_REPLAN 16u
 #define SEEN_RUNS_CONSOLIDATE 24u
 
+/* A set without window or capacity plans for SEEN_GROWTH_AHEAD times the
+ * items it holds: each doubling's runs then take ~1/32 of the budget, so
+ * it stays near 17.5 bits an item over 18 doublings (4,000,000 items from
+ * pages of 20; 8x ahead ran short past 1,000,000), at 4 bits an item over
+ * the plan's ideal.  A first plan made on SEEN_GROWTH_BULK_MIN items or
+ * more (a bulk load) looks one doubling ahead (plan.c, plan_target). */
+#define SEEN_GROWTH_AHEAD 16u
+#define SEEN_GROWTH_BULK_MIN 1024u
+
 /* Sets up to this many stored items keep a single run: rewriting it whole
  * on each merge is cheap, and one run avoids the cost of a split. */
 #define SEEN_SINGLE_RUN_MAX 1024u

@@ -4,7 +4,8 @@ windows, AT imports in every order, re-add storms and huge batches on capped
 keys, the capped EXACT INT fold, a burst far past a light history's plan,
 a small capped key whose fingerprints collide as ids are added again,
 capped keys backfilled after live writes (their steps' time ranges),
-a key settled from three windows of imports taking live adds, and one
+a key settled from three windows of imports taking live adds, a capped
+key without a window while it fills, and one
 whose run taking those adds grows past 4,096 values (coded Elias-Fano
 from there), loses some of them and takes more.  After
 each workload the answers and bytes of every key must survive DEBUG RELOAD,
@@ -82,6 +83,14 @@ def import_windows(client, key, prefix, n, end):
                           "%s%d" % (prefix, first[wi] + i + j)]
             pipe.execute_command("SEEN.INSERT", key, "NOW", pairs[-2], "TIMED", "ITEMS", *pairs)
         pipe.execute_command("SEEN.COMPACT", key, "NOW", w_end)
+    pipe.execute()
+
+
+def fill_pages(client, key, items, page=20):
+    """SEEN.ADD of items in pages, pipelined."""
+    pipe = client.pipeline(transaction=False)
+    for p in range(0, len(items), page):
+        pipe.execute_command("SEEN.ADD", key, *items[p:p + page])
     pipe.execute()
 
 
@@ -305,6 +314,12 @@ def write_everything(server, tmp_path):
                 "%d %s-old%d" % (now - 20 * DAY + i * (10 * DAY) // 2000, name, i) for i in page))
         w.expect(name, live)
 
+    # A capped key without a window, a quarter full: planned for its cap
+    # from its first pages (fingerprints, not 64-bit keys).
+    c.execute_command("SEEN.RESERVE", "capped-filling", "WINDOW", "0", "CAPACITY", "20000")
+    fill_pages(c, "capped-filling", ["cf%d" % i for i in range(5000)])
+    w.expect("capped-filling", ["cf%d" % i for i in range(5000)])
+
     # Removes from large keys.
     c.execute_command("SEEN.REMOVE", "imp:time", "ITEMS", *w.keys["imp:time"][0][:50])
     w.keys["imp:time"] = (w.keys["imp:time"][0][50:], w.keys["imp:time"][1])
@@ -389,3 +404,21 @@ def test_import_state_loads_before_it_is_compacted(make_server):
     assert c.dump("k2") == dump
     live = [it for it, t in zip(items, times) if t > now - 89 * DAY]
     assert flags(c, "k2", live) == b"1" * len(live)
+
+
+def test_capped_key_is_compact_while_it_fills(make_server):
+    """A key with a cap and no window fills to its cap and stays there: it
+    is planned for that from its first pages.  Planned for what it held, it
+    went finer at each doubling, down to 64-bit keys (~50 bits an item)
+    until the cap turned over."""
+    server = make_server(name="capped")
+    c = server.client()
+    c.execute_command("SEEN.RESERVE", "k", "WINDOW", "0", "CAPACITY", "20000")
+    items = ["cf%d" % i for i in range(5000)]
+    fill_pages(c, "k", items)
+    bits = c.memory_usage("k", samples=0) * 8 / len(items)
+    assert bits <= 18, bits
+    assert info_map(c.execute_command("SEEN.INFO", "k"))["encoding"] != b"exact"
+    assert flags(c, "k", items) == b"1" * len(items)
+    c.execute_command("DEBUG", "RELOAD")
+    assert flags(c, "k", items) == b"1" * len(items)

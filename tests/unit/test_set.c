@@ -1876,6 +1876,94 @@ static void test_growing_user_stays_writable(void **state)
     seen_free(s);
 }
 
+/* How many of the `count` items from item `first` on that
+ * pages_at_1000_a_day(.., tag) names s reports seen at `now`. */
+static size_t seen_among(const seen_set *s, const char *tag, size_t first, size_t count,
+                         int64_t now)
+{
+    enum { Q = 10000 };
+    static char ids[Q][32];
+    static seen_str q[Q];
+    static uint8_t flags[Q];
+    size_t seen = 0;
+    for (size_t done = 0; done < count; done += Q) {
+        size_t n = count - done < Q ? count - done : Q;
+        for (size_t i = 0; i < n; i++) {
+            size_t item = first + done + i;
+            snprintf(ids[i], sizeof ids[i], "%s%zu-%zu", tag, item / 20, item % 20);
+            q[i] = (seen_str){ids[i], strlen(ids[i])};
+        }
+        memset(flags, 0, n);
+        assert_int_equal(seen_filter_str(s, q, n, now, flags), SEEN_OK);
+        for (size_t i = 0; i < n; i++)
+            seen += flags[i];
+    }
+    return seen;
+}
+
+/* 100,000 of s's items from `first` on are all seen at `now`, and fresh
+ * ones within the bound: 100 of 100,000 expected at most, and 150 is that
+ * mean plus 5 sigma. */
+static void assert_seen_and_bounded(const seen_set *s, const char *tag, size_t first, int64_t now)
+{
+    assert_int_equal(seen_among(s, tag, first, 100000, now), 100000);
+    size_t fp = seen_among(s, "fresh", 0, 100000, now);
+    fprintf(stderr, "[stat] %zu false positives of 100,000 fresh items\n", fp);
+    assert_true(fp <= 150);
+}
+
+static void test_capped_set_plans_for_its_cap(void **state)
+{
+    (void)state;
+    /* A cap and no window: the set fills to its cap, so it is planned for
+     * it from its first pages.  Planned for what it held instead, each
+     * doubling took a share of the budget for the items so far and the
+     * next ones went finer, down to exact keys: 50 bits an item in 13 runs
+     * at 25,000 items, until the cap turned over. */
+    seen_policy p = policy(0, 4, 0.001, 100000, SEEN_IDS_STR, SEEN_DEFAULT_EXACT_LIMIT);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    uint32_t most = pages_at_1000_a_day(s, T0, 25, "a");
+    double young = (double)seen_bytes(s) * 8.0 / 25000.0;
+    uint32_t later = pages_at_1000_a_day(s, T0 + 25 * DAY, 125, "b");
+    most = later > most ? later : most;
+    const uint64_t held = seen_count(s, T0 + 150 * DAY);
+    double full = (double)seen_bytes(s) * 8.0 / (double)held;
+    fprintf(stderr,
+            "[stat] capacity 100,000, no window: %.2f bits/item at 25,000 items, %.2f at "
+            "%llu held after 150,000, %u runs at most\n",
+            young, full, (unsigned long long)held, most);
+    assert_true(young <= 17.0);
+    assert_true(full <= 16.0);
+    assert_true(most <= 6);
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    s = roundtrip(s);
+    assert_seen_and_bounded(s, "b", 25000, T0 + 150 * DAY); /* the newest 100,000 */
+    seen_free(s);
+}
+
+static void test_unbounded_set_grows_compact(void **state)
+{
+    (void)state;
+    /* No window and no cap: a set that only grows.  Fingerprints cannot be
+     * refined, so it plans far ahead of what it holds; planned one doubling
+     * ahead, each doubling's runs took half the budget left and the next
+     * went finer, down to 64-bit keys (42 bits an item at 100,000). */
+    seen_policy p = policy(0, 4, 0.001, 0, SEEN_IDS_STR, SEEN_DEFAULT_EXACT_LIMIT);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    uint32_t most = pages_at_1000_a_day(s, T0, 100, "u");
+    double bits = (double)seen_bytes(s) * 8.0 / 100000.0;
+    fprintf(stderr, "[stat] no window, no cap: %.2f bits/item at 100,000 items, %u runs at most\n",
+            bits, most);
+    assert_true(bits <= 19.0);
+    assert_true(most <= 20);
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    s = roundtrip(s);
+    assert_seen_and_bounded(s, "u", 0, T0 + 100 * DAY);
+    seen_free(s);
+}
+
 static void test_int_ids_compact(void **state)
 {
     (void)state;
@@ -2553,6 +2641,8 @@ int main(void)
         cmocka_unit_test(test_late_first_pages_plan_as_in_order),
         cmocka_unit_test(test_user_back_after_a_window_lives_as_new),
         cmocka_unit_test(test_growing_user_stays_writable),
+        cmocka_unit_test(test_capped_set_plans_for_its_cap),
+        cmocka_unit_test(test_unbounded_set_grows_compact),
         cmocka_unit_test(test_loads_version_1),
         cmocka_unit_test(test_int_ids_compact),
         cmocka_unit_test(test_errors_change_nothing),
