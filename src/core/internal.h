@@ -107,6 +107,10 @@
  * rate settles), and the finer runs of a user who keeps speeding up take a
  * small share of the budget (1/(window/this) per doubling). */
 #define SEEN_YOUNG_MIN_SPAN_MS (24ll * 3600 * 1000)
+/* Within that span a young set plans for at least this many times what it
+ * holds (plan.c, plan_target): a window of a week at 5,000 items a day held
+ * 14 runs and 24 bits an item in its first window, 8 and 21.8 so. */
+#define SEEN_YOUNG_AHEAD 32u
 /* A young set may keep items coarser than its plan in a run while that run
  * takes at most 1/SEEN_YOUNG_SHARE of the budget and all its runs at most
  * 1/SEEN_YOUNG_SHARE_ALL (plan.c, young_share_ok): later items then pay

@@ -97,6 +97,16 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
                 floor_ms = SEEN_YOUNG_MIN_SPAN_MS;
             int64_t base = span > floor_ms ? span : floor_ms;
             double proj = (double)live * (double)w / (double)base;
+            /* Inside that floor the projection grows with every item, so
+             * the plan halves at each doubling and each halving leaves a
+             * run.  Over a long window the projection is far ahead
+             * (112.5 days over a day: 112x), and those runs take little
+             * budget; over a short one it is not (a week: 8.75x), and a
+             * first day's nine halvings took half the budget, squeezing
+             * the rest of the first window into fine runs.  So it looks at
+             * least SEEN_YOUNG_AHEAD times ahead. */
+            if (span < floor_ms && proj < (double)live * SEEN_YOUNG_AHEAD)
+                proj = (double)live * SEEN_YOUNG_AHEAD;
             if (proj > (double)t)
                 t = proj > 1e18 ? (uint64_t)1e18 : (uint64_t)proj;
         }
