@@ -14,13 +14,16 @@
  * Each pattern gives items a day as a function of the day; pages of 20
  * fresh 24-character ids are written at their times, in order, through
  * seen_add_str (as the module writes at its clock), under the default
- * policy (90 days, error 0.001) in 4, 16 and 64 slices.  At the end of
+ * policy (90 days, error 0.001) in 4, 16 and 64 slices, and a steady and a
+ * growing user under other policies (a week's or a day's window, a cap
+ * and no window, no limit) in 4.  At the end of
  * each day without writes the key sheds what it has forgotten
  * (seen_expire, as the module's sweep does for idle keys); at the end of
  * every day the program records its runs
  * (seen_runs) and its bytes (seen_bytes: the set as the library holds
- * it, its fixed structures included) over the items written in the last
- * 90 days, from the 6th day on and where those are at least 1,000.
+ * it, its fixed structures included) over the items the policy keeps
+ * (written in the last window's days, the newest `capacity`, or all),
+ * from the 6th day on and where those are at least 1,000.
  * Reported: the most and the mean of each, and the writes refused (none
  * is expected).  A key holds an item until its slice is forgotten, up to a
  * slice past the window, so where the items of the last 90 days fall away
@@ -99,6 +102,29 @@ static const pattern patterns[] = {
     {"3,000 halving every 20 days, + 20", decays, 0, 0, false},
 };
 
+/* The other policies a key can be made with: a short window, a cap with
+ * no window, no limit at all.  Items "live" are those the policy keeps:
+ * the last window's, the newest `capacity`, or all. */
+typedef struct policy_case {
+    const char *name;
+    int window_days; /* 0: none */
+    uint64_t capacity;
+} policy_case;
+
+static const policy_case default_policy = {"90 days", 90, 0};
+
+static const policy_case other_policies[] = {
+    {"7 days", 7, 0},
+    {"1 day", 1, 0},
+    {"no window, capacity 10,000", 0, 10000},
+    {"no window, capacity 100,000", 0, 100000},
+    {"no window, no capacity", 0, 0},
+};
+
+/* The patterns each other policy is driven through (indexes into
+ * patterns[]): a steady user and a growing one. */
+static const size_t other_patterns[] = {0, 4};
+
 typedef struct outcome {
     unsigned refused;
     unsigned runs_max;
@@ -109,12 +135,14 @@ typedef struct outcome {
 /* Items written per day so far: live items are the last 90 days' sum. */
 static uint64_t per_day[DAYS + 1];
 
-static outcome drive(const pattern *pt, uint32_t slices)
+static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
 {
     outcome o = {0};
     seen_policy p;
     seen_policy_default(&p);
     p.slices = slices;
+    p.window_ms = (uint64_t)pc->window_days * (uint64_t)DAY;
+    p.capacity = pc->capacity;
     seen_set *s;
     if (seen_create(&p, &s) != SEEN_OK)
         exit(1);
@@ -155,8 +183,11 @@ static outcome drive(const pattern *pt, uint32_t slices)
         runs_sum += n;
         samples++;
         uint64_t live = 0;
-        for (int d = day >= 89 ? day - 89 : 0; d <= day; d++)
+        int span = pc->window_days ? pc->window_days : DAYS;
+        for (int d = day >= span - 1 ? day - (span - 1) : 0; d <= day; d++)
             live += per_day[d];
+        if (pc->capacity && live > pc->capacity)
+            live = pc->capacity;
         if (live >= 1000) {
             double bits = (double)seen_bytes(s) * 8.0 / (double)live;
             if (bits > o.bits_max)
@@ -192,11 +223,27 @@ int main(int argc, char **argv)
     unsigned refused = 0;
     for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
         for (size_t j = 0; j < sizeof slice_counts / sizeof slice_counts[0]; j++) {
-            outcome o = drive(&patterns[i], slice_counts[j]);
+            outcome o = drive(&patterns[i], slice_counts[j], &default_policy);
             refused += o.refused;
             fprintf(out, "| %s | %u | %llu | %u | %u | %.1f | %.1f | %.1f |\n", patterns[i].name,
                     slice_counts[j], (unsigned long long)o.written, o.refused, o.runs_max,
                     o.runs_mean, o.bits_max, o.bits_mean);
+            fflush(out);
+        }
+    }
+    fprintf(out, "\nOther policies, in 4 slices (error 0.001); live items are those the policy "
+                 "keeps:\n\n");
+    fprintf(out, "| policy | pattern (items a day) | items written | writes refused | runs, most | "
+                 "runs, mean | bits per live item, most | mean |\n");
+    fprintf(out, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for (size_t i = 0; i < sizeof other_policies / sizeof other_policies[0]; i++) {
+        for (size_t j = 0; j < sizeof other_patterns / sizeof other_patterns[0]; j++) {
+            const pattern *pt = &patterns[other_patterns[j]];
+            outcome o = drive(pt, 4, &other_policies[i]);
+            refused += o.refused;
+            fprintf(out, "| %s | %s | %llu | %u | %u | %.1f | %.1f | %.1f |\n",
+                    other_policies[i].name, pt->name, (unsigned long long)o.written, o.refused,
+                    o.runs_max, o.runs_mean, o.bits_max, o.bits_mean);
             fflush(out);
         }
     }
