@@ -101,26 +101,41 @@ static void tags_drop_digit(uint64_t *words, uint64_t digits, uint64_t p, uint32
     }
 }
 
-/* Whether tag t names more than `limit` of the run's values (stops as soon
- * as it does: a segment a delete might empty usually has many more). */
-static bool tag_count_exceeds(const seen__run *r, uint32_t t, uint64_t limit)
+/* Whether every tag that loses values (removed[t] > 0) names more values
+ * than it loses, so that no segment is left named without values.  One
+ * pass over the tags, stopping as soon as every such tag has shown one
+ * value more than it loses (a segment a delete might empty usually has
+ * many more).  Asked once per tag that loses values, a delete of 1,000
+ * values from a run of 50,000 scanned the tags up to 1,000 times (60 ms). */
+static seen_err tags_keep_a_value(const seen__run *r, const uint64_t *removed, bool *keep)
 {
+    *keep = true;
+    uint64_t *want = seen__malloc((size_t)r->nsegs * sizeof *want);
+    if (want == NULL)
+        return SEEN_ERR_NOMEM;
+    uint32_t pending = 0;
+    for (uint32_t t = 0; t < r->nsegs; t++) {
+        want[t] = removed[t] ? removed[t] + 1 : 0;
+        pending += removed[t] != 0;
+    }
     seen__divider kd;
     seen__divider_init(&kd, r->nsegs);
     const uint8_t *tw = r->mem + (size_t)r->nsegs * sizeof(uint32_t) + seen__run_index_bytes(r);
     uint32_t per = run_tags_per_word(r);
-    uint64_t count = 0;
-    for (uint64_t i = 0; i < r->n; i += per) {
+    for (uint64_t i = 0; i < r->n && pending; i += per) {
         uint64_t word = seen__load64le(tw + (i / per) * 8);
         uint64_t end_i = i + per < r->n ? i + per : r->n;
         for (uint64_t d = i; d < end_i; d++) {
             uint64_t q = seen__div(&kd, word);
-            if (word - q * r->nsegs == t && ++count > limit)
-                return true;
+            uint64_t t = word - q * r->nsegs;
+            if (want[t] && --want[t] == 0)
+                pending--;
             word = q;
         }
     }
-    return false;
+    seen__free(want);
+    *keep = pending == 0;
+    return SEEN_OK;
 }
 
 /* Deletes of up to this many values from one run move tag digits word by
@@ -144,12 +159,12 @@ seen_err seen__tags_without(const seen__run *r, const uint64_t *gone_at, size_t 
     const uint32_t per = run_tags_per_word(r);
     for (size_t i = 0; i < gone; i++)
         removed_per_tag[tag_at(r, per, gone_at[i])]++;
-    for (size_t i = 0; i < gone; i++) {
-        uint32_t t = (uint32_t)tag_at(r, per, gone_at[i]);
-        if (removed_per_tag[t] > 0 && !tag_count_exceeds(r, t, removed_per_tag[t])) {
-            memset(removed_per_tag, 0, r->nsegs * sizeof *removed_per_tag);
-            return SEEN_OK; /* a segment would be named without values */
-        }
+    bool keep;
+    if (tags_keep_a_value(r, removed_per_tag, &keep) != SEEN_OK)
+        goto nomem;
+    if (!keep) {
+        memset(removed_per_tag, 0, r->nsegs * sizeof *removed_per_tag);
+        return SEEN_OK; /* a segment would be named without values */
     }
     if (gone <= TAG_SHIFT_MAX) {
         uint64_t nw = tag_words(r);
