@@ -249,16 +249,68 @@ static bool score_time(double score, int64_t scale, int64_t *ts)
     return true;
 }
 
-/* Copies one legacy key's members into the batch (writing as it fills). */
+/* One legacy member, its bytes in the key's arena. */
+struct member {
+    size_t off, len;
+    int64_t ts;
+    size_t seq; /* scan order, so equal times keep it */
+};
+
+static int member_by_time(const void *a, const void *b)
+{
+    const struct member *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* A key's members as scanned, kept until the scan ends. */
+struct members {
+    struct buf bytes;
+    struct member *v;
+    size_t n, cap;
+};
+
+static void members_push(struct members *ms, const char *item, size_t len, int64_t ts)
+{
+    if (ms->n == ms->cap) {
+        ms->cap = ms->cap ? 2 * ms->cap : 1024;
+        ms->v = xrealloc(ms->v, ms->cap * sizeof *ms->v);
+    }
+    ms->v[ms->n] = (struct member){ms->bytes.len, len, ts, ms->n};
+    ms->n++;
+    buf_append(&ms->bytes, item, len);
+}
+
+static void members_free(struct members *ms)
+{
+    buf_free(&ms->bytes);
+    free(ms->v);
+}
+
+/*
+ * Copies one legacy key's members into the batch (writing as it fills),
+ * oldest first.  ZSCAN returns a large ZSET's members in no time order, and
+ * a key with a CAPACITY keeps its newest items by the order its writes
+ * bring them (each write's items are placed by time, but a count step
+ * once full cannot be split): a 10,000-play history written page by page
+ * as scanned lost 457 of its newest 1,000 under CAPACITY 1000.  So the
+ * whole key is scanned first (SCAN's guarantee, every member present
+ * throughout returned at least once, is kept), then written in time order.
+ */
 static bool migrate_key(struct migration *m, const char *key, size_t key_len, bool zset)
 {
     char cursor[32] = "0";
+    struct members ms = {0};
+    bool ok = true;
     do {
         const char *argv[] = {zset ? "ZSCAN" : "SSCAN", key, cursor, "COUNT", MEMBER_PAGE};
         size_t lens[] = {5, key_len, strlen(cursor), 5, strlen(MEMBER_PAGE)};
         redisReply *r = legacy_command(m, 5, argv, lens);
-        if (!r)
+        if (!r) {
+            members_free(&ms);
             return false;
+        }
         if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
             r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
             log_msg(LOG_WARN, "%s %.*s: unexpected reply%s%s", argv[0], (int)key_len, key,
@@ -266,6 +318,7 @@ static bool migrate_key(struct migration *m, const char *key, size_t key_len, bo
                     r->type == REDIS_REPLY_ERROR ? r->str : "");
             freeReplyObject(r);
             m->progress.keys_skipped++;
+            members_free(&ms);
             return true;
         }
         snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
@@ -283,15 +336,26 @@ static bool migrate_key(struct migration *m, const char *key, size_t key_len, bo
                               zset ? "score or length" : "length");
                 continue;
             }
-            batch_add(&m->batch, m->new_key.data, m->new_key.len, ts, item->str, item->len);
-            m->progress.items++;
+            members_push(&ms, item->str, item->len, ts);
         }
         freeReplyObject(r);
-        if (!flush_if_full(m))
-            return false;
-    } while (strcmp(cursor, "0") != 0);
-    m->progress.keys_migrated++;
-    return true;
+    } while (strcmp(cursor, "0") != 0 && !stop_requested);
+    if (stop_requested) {
+        members_free(&ms);
+        return false;
+    }
+    qsort(ms.v, ms.n, sizeof *ms.v, member_by_time);
+    for (size_t i = 0; i < ms.n && ok; i++) {
+        const struct member *e = &ms.v[i];
+        batch_add(&m->batch, m->new_key.data, m->new_key.len, e->ts, ms.bytes.data + e->off,
+                  e->len);
+        m->progress.items++;
+        ok = flush_if_full(m);
+    }
+    members_free(&ms);
+    if (ok)
+        m->progress.keys_migrated++;
+    return ok;
 }
 
 /* Which of the page's keys to migrate, and as what: TYPE, pipelined. */
