@@ -4,8 +4,9 @@ windows, AT imports in every order, re-add storms and huge batches on capped
 keys, the capped EXACT INT fold, a burst far past a light history's plan,
 a small capped key whose fingerprints collide as ids are added again,
 capped keys backfilled after live writes (their steps' time ranges),
-a key settled from three windows of imports taking live adds, a capped
-key without a window while it fills, and one
+a key settled from three windows of imports taking live adds, keys
+planned ahead of what they hold (a capped key without a window while it
+fills, one with no limit, a week-long window's first day), and one
 whose run taking those adds grows past 4,096 values (coded Elias-Fano
 from there), loses some of them and takes more.  After
 each workload the answers and bytes of every key must survive DEBUG RELOAD,
@@ -314,11 +315,16 @@ def write_everything(server, tmp_path):
                 "%d %s-old%d" % (now - 20 * DAY + i * (10 * DAY) // 2000, name, i) for i in page))
         w.expect(name, live)
 
-    # A capped key without a window, a quarter full: planned for its cap
-    # from its first pages (fingerprints, not 64-bit keys).
-    c.execute_command("SEEN.RESERVE", "capped-filling", "WINDOW", "0", "CAPACITY", "20000")
-    fill_pages(c, "capped-filling", ["cf%d" % i for i in range(5000)])
-    w.expect("capped-filling", ["cf%d" % i for i in range(5000)])
+    # Keys planned ahead of what they hold: a capped key without a window,
+    # a quarter full (planned for its cap), one with no limit (planned 16
+    # times ahead) and a week-long window's first day (32 times ahead).
+    for name, policy in (("capped-filling", ("WINDOW", "0", "CAPACITY", "20000")),
+                         ("unbounded-growing", ("WINDOW", "0")),
+                         ("week-first-day", ("WINDOW", "7d"))):
+        c.execute_command("SEEN.RESERVE", name, *policy)
+        items = ["%s-%d" % (name, i) for i in range(5000)]
+        fill_pages(c, name, items)
+        w.expect(name, items)
 
     # Removes from large keys.
     c.execute_command("SEEN.REMOVE", "imp:time", "ITEMS", *w.keys["imp:time"][0][:50])
