@@ -26,8 +26,9 @@ static char *items_bulk(long n, const char *prefix, long start, size_t *len)
     return buf;
 }
 
-/* SADD (or SREM) key item... for n items from <prefix><start> on, in one
- * command (what a SET user sends); the server's time for it. */
+/* "sadd" (or "srem") key item... for n items from <prefix><start> on, in
+ * one command (what a SET user sends); the server's time for it.  The name
+ * is given as INFO commandstats spells it (commands are case-insensitive). */
 static double set_usec(redisContext *c, const char *cmd, const char *key, long n,
                        const char *prefix, long start)
 {
@@ -44,11 +45,7 @@ static double set_usec(redisContext *c, const char *cmd, const char *key, long n
     freeReplyObject(drv_cmd(c, "CONFIG RESETSTAT"));
     freeReplyObject(drv_cmd_argv(c, (int)n + 2, argv, lens));
     long long calls;
-    char stat[16];
-    snprintf(stat, sizeof stat, "%s", cmd);
-    for (char *q = stat; *q; q++)
-        *q = (char)(*q >= 'A' && *q <= 'Z' ? *q - 'A' + 'a' : *q);
-    double us = drv_command_usec(c, stat, &calls);
+    double us = drv_command_usec(c, cmd, &calls);
     free(argv);
     free(lens);
     free(store);
@@ -116,7 +113,7 @@ int main(int argc, char **argv)
     static const char *caps[][4] = {{"1", "1", "0", ""},        {"10", "64", "0", ""},
                                     {"100", "4", "0", ""},      {"1000", "16", "30d", ""},
                                     {"1000000", "64", "0", ""}, {"1000", "64", "90d", ""}};
-    double sadd_big = set_usec(c, "SADD", "set:big", big, "i", 0);
+    double sadd_big = set_usec(c, "sadd", "set:big", big, "i", 0);
     for (size_t k = 0; k < sizeof caps / sizeof caps[0]; k++) {
         char key[64];
         snprintf(key, sizeof key, "cap:%zu", k);
@@ -133,7 +130,7 @@ int main(int argc, char **argv)
 
     /* One item out of a large key. */
     double seen_fill = seen_insert_usec(c, "big", huge, "v");
-    double set_fill = set_usec(c, "SADD", "set:huge", huge, "v", 0);
+    double set_fill = set_usec(c, "sadd", "set:huge", huge, "v", 0);
     row *r = &rows[nrows++];
     snprintf(r->what, sizeof r->what, "`SEEN.INSERT BULK` of %ld items into a new key", huge);
     r->seen_us = seen_fill, r->set_us = set_fill, r->target_us = 1000000;
@@ -202,7 +199,7 @@ int main(int argc, char **argv)
         long long calls;
         double us = drv_command_usec(c, "seen.remove", &calls);
         batch_max = us > batch_max ? us : batch_max;
-        us = set_usec(c, "SREM", "set:huge", 1000, "v", from);
+        us = set_usec(c, "srem", "set:huge", 1000, "v", from);
         srem_batch_max = us > srem_batch_max ? us : srem_batch_max;
     }
     r = &rows[nrows++];
