@@ -8,8 +8,8 @@
  * coded under — decides its bits: a key whose rate moves re-plans, and
  * runs of different plans cannot merge.  The steady user of the other
  * benchmarks is one row here; the others are what users do besides:
- * grow, slow down, come and go in waves, send a page late, come back
- * after months away.
+ * grow, slow down, come and go in waves, send a page late, binge after
+ * months of a page now and then, come back after months away.
  *
  * Each pattern gives items a day as a function of the day; pages of 20
  * fresh 24-character ids are written at their times, in order, through
@@ -87,6 +87,10 @@ static double decays(double d)
 {
     return 3000 * exp2(-d / 20) + 20;
 }
+static double binge(double d)
+{
+    return d >= 100 && d < 101 ? 20000 : 1;
+}
 
 static const pattern patterns[] = {
     {"steady, 1,000 a day", steady, 0, 0, false},
@@ -100,6 +104,7 @@ static const pattern patterns[] = {
     {"700 a day, 3,000 at weekends", weekends, 0, 0, false},
     {"waves, 1,000 x e^(1.5 sin(day/9))", waves, 0, 0, false},
     {"3,000 halving every 20 days, + 20", decays, 0, 0, false},
+    {"1 a day, 20,000 on day 100", binge, 0, 0, false},
 };
 
 /* The other policies a key can be made with: a short window, a cap with

@@ -173,6 +173,18 @@
 #define SEEN_GROWTH_AHEAD 16u
 #define SEEN_GROWTH_BULK_MIN 1024u
 
+/* A set past its youth whose newest slice holds more than
+ * SEEN_BURST_RATIO times the live items of its older slices is bursting
+ * (plan.c, is_bursting): a light history, then thousands of items.  Its
+ * history's runs hold most of the budget, so each new run is sized for
+ * the set to grow SEEN_BURST_HEDGE times over, not to double, and runs
+ * squeezed finer are not coarsened back while it lasts: each doubling
+ * then spends about a quarter of the budget left, where it spent all of
+ * it (12,000 items after a history of 30-180: up to 44 bits each, now 27;
+ * docs/DESIGN.md, "Known limits"). */
+#define SEEN_BURST_RATIO 1u
+#define SEEN_BURST_HEDGE 4u
+
 /* Sets up to this many stored items keep a single run: rewriting it whole
  * on each merge is cheap, and one run avoids the cost of a split. */
 #define SEEN_SINGLE_RUN_MAX 1024u

@@ -69,6 +69,31 @@ static bool is_young(const seen_set *s, const next_state *ns)
     return start == INT64_MAX || ns->newest - start < (int64_t)s->slice_ms;
 }
 
+/* Is the set bursting: past its youth, with more live items in its newest
+ * slice than SEEN_BURST_RATIO times those of all its older ones?  A
+ * steady set's newest slice holds about 1/S of its items, a growing one's
+ * a little more; a set without a window has one slice. */
+static bool is_bursting(const seen_set *s, const next_state *ns)
+{
+    if (!s->slice_ms || is_young(s, ns))
+        return false;
+    int64_t newest = INT64_MIN;
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) && ns->segs[i].slice > newest)
+            newest = ns->segs[i].slice;
+    uint64_t cur = 0, older = 0;
+    for (uint32_t i = 0; i < ns->nsegs; i++) {
+        const seen__segment *g = &ns->segs[i];
+        if (!seg_alive(s, g, ns->origin, ns->clock))
+            continue;
+        if (g->slice == newest)
+            cur += seen__seg_items(g);
+        else
+            older += seen__seg_items(g);
+    }
+    return cur > SEEN_BURST_RATIO * older;
+}
+
 /* How many items the set should be planned for; never fewer than the
  * entries it stores (`entries`), so a merge of all of them at the plan's
  * divisor fits the budget whatever the counts claim. */
@@ -708,6 +733,7 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
         /* A sealed recent run that could not fold (its divisor is from an
          * older plan, or was squeezed) takes no new slice: it ages out. */
         bool merged = ns->hn == 0;
+        const bool bursting = !exact && is_bursting(s, ns);
         uint64_t stored = 0;
         for (uint32_t i = 0; i < rl->n; i++)
             stored += rl->r[i].n;
@@ -777,9 +803,11 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
                  * for the set to double, not for the few items expected,
                  * or each flush would take most of what is left and the
                  * next start finer still, down to exact keys.  Sized so,
-                 * runs double and lose ~2 bits per doubling. */
+                 * runs double and lose ~2 bits per doubling.  In a burst
+                 * they are sized for the set to grow SEEN_BURST_HEDGE
+                 * times over (internal.h). */
                 if (c < plan && expect < live)
-                    c = fitting_divisor(plan, room, live);
+                    c = fitting_divisor(plan, room, bursting ? live * SEEN_BURST_HEDGE : live);
                 if (c > 1 && (unsigned __int128)ns->hn * c > room)
                     c = 1;
             }
@@ -797,9 +825,10 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
         /* Runs squeezed finer than the plan while the set outgrew it:
          * coarsen them back, doubling while the result stays within the
          * plan's band and the budget (freed by expiry) allows.  Only runs
-         * no longer receiving items. */
+         * no longer receiving items, and not in a burst: there the budget
+         * left is what the burst's next runs are sized from. */
         double band = (double)plan * (1.0 + SEEN_PLAN_HYSTERESIS);
-        for (uint32_t i = 0; !exact && i + 1 < rl->n; i++) {
+        for (uint32_t i = 0; !exact && !bursting && i + 1 < rl->n; i++) {
             seen__run *r = &rl->r[i];
             unsigned __int128 used = usage_except(rl, 0, 0);
             unsigned __int128 room = budget > used ? budget - used : 0;

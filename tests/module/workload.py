@@ -89,9 +89,18 @@ def run(r, now, seed=1, prefix="w"):
         pipe.execute_command("SEEN.INSERT", k("turned"), "NOW",
                              now - int((times[-1] - t) * DAY) - 1000, "ITEMS",
                              *["h%d-%d" % (page, i) for i in range(20)])
+    # A light user's binge: an item every day and a half for 90 days, then
+    # 12,000 within a minute (the burst's runs sized for four times the
+    # set, squeezed runs left as they are).
+    for d in range(60):
+        pipe.execute_command("SEEN.INSERT", k("binge"), "NOW", now - 91 * DAY + d * (3 * DAY // 2),
+                             "ITEMS", "light%d" % d)
+    for page in range(600):
+        pipe.execute_command("SEEN.INSERT", k("binge"), "NOW", now - 60000 + page * 50, "ITEMS",
+                             *["binge%d-%d" % (page, i) for i in range(20)])
     pipe.execute()
     return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed", "clustered",
-                           "burst", "turned", "apps", "apps-wide", "dense")]
+                           "burst", "turned", "binge", "apps", "apps-wide", "dense")]
 
 
 def candidates(seed=1):
@@ -106,6 +115,8 @@ def candidates(seed=1):
     out += [str(7000000 + i) for i in range(0, 60000, 37)]
     out += ["b%d-%d" % (p, p % 20) for p in range(0, 300, 7)]
     out += ["h%d-%d" % (p, p % 20) for p in range(0, 1060, 11)] + ["h9999-0"]
+    out += ["light%d" % d for d in range(0, 60, 3)]
+    out += ["binge%d-%d" % (p, p % 20) for p in range(0, 600, 13)] + ["binge9999-0"]
     return out
 
 
