@@ -228,9 +228,9 @@ def write_everything(server, tmp_path):
              ["a%d-%d" % (p, i) for p in range(200) for i in range(0, 20, 3)])
 
     # Bursts far past the plan: a light history over the window, then
-    # 12,000 items in live pages within seconds (runs sized to double, then
-    # exact keys).  For these two histories the flush once refused most of
-    # the burst's pages as over the budget.
+    # 12,000 items in live pages within seconds (the burst's runs sized for
+    # the set to grow four times over).  For these two histories the flush
+    # once refused most of the burst's pages as over the budget.
     for v, hist_n in ((6, 62), (8, 76)):
         key = "burst%d" % v
         hist = ["bh%d-%d" % (v, i) for i in range(hist_n)]
