@@ -89,12 +89,13 @@ def run(r, now, seed=1, prefix="w"):
         pipe.execute_command("SEEN.INSERT", k("turned"), "NOW",
                              now - int((times[-1] - t) * DAY) - 1000, "ITEMS",
                              *["h%d-%d" % (page, i) for i in range(20)])
-    # A light user's binge: an item every day and a half for 90 days, then
-    # 12,000 within a minute (the burst's runs sized for four times the
-    # set, squeezed runs left as they are).
+    # A light user's binge: 60 items over 88 days, then 12,000 within a
+    # minute (the burst's runs sized for four times the set, squeezed runs
+    # left as they are).  All of it within the window at the server's
+    # clock, so no timer forgets any of it between two snapshots.
     for d in range(60):
-        pipe.execute_command("SEEN.INSERT", k("binge"), "NOW", now - 91 * DAY + d * (3 * DAY // 2),
-                             "ITEMS", "light%d" % d)
+        pipe.execute_command("SEEN.INSERT", k("binge"), "NOW",
+                             now - 88 * DAY + d * (88 * DAY // 60), "ITEMS", "light%d" % d)
     for page in range(600):
         pipe.execute_command("SEEN.INSERT", k("binge"), "NOW", now - 60000 + page * 50, "ITEMS",
                              *["binge%d-%d" % (page, i) for i in range(20)])
