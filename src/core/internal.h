@@ -576,6 +576,9 @@ seen__ef_isa seen__ef_isa_now(void);
 bool seen__pdep_fast_on(const char vendor[12], unsigned signature);
 /* seen__run_match for an Elias-Fano run. */
 void seen__ef_match(const seen__run *r, const uint64_t *vals, size_t n, int32_t *tags);
+/* Words of the uppers a sorted walk of n candidates over r counts ahead
+ * of its own (0: it walks them one by one; at most 4).  For tests. */
+unsigned seen__ef_ahead(const seen__run *r, size_t n);
 /* Whether every tag word is a valid base-nsegs number with nothing past
  * the last value (run_tags.c). */
 bool seen__run_tags_ok(const seen__run *r);

@@ -105,6 +105,10 @@ static int ef_deletes_in_place;
 /* Runs check_run coded with a general Golomb parameter. */
 static int general_runs;
 
+/* Which look-aheads (seen__ef_ahead) the batches of check_run walked:
+ * bit k for k words. */
+static unsigned ef_aheads_walked;
+
 static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
 {
     uint64_t *v = malloc((n + 1) * sizeof *v);
@@ -225,18 +229,31 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
         size_t cap = 3 * n + 8;
         uint64_t *cand = malloc(cap * sizeof *cand);
         int32_t *got = malloc(cap * sizeof *got);
-        size_t strides[] = {1, 3, 40, 1000};
+        /* Strides apart, then (from 7 on) drawn at random over the
+         * values' range, so gaps between candidates vary as in a query. */
+        size_t strides[] = {1, 3, 12, 40, 100, 300, 1000, 7, 30, 90, 400};
         for (size_t si = 0; si < sizeof strides / sizeof *strides; si++) {
             size_t m = 0;
             if (v[0] > 0)
                 cand[m++] = v[0] - 1;
-            for (size_t i = rng_below(r, strides[si]); i < n; i += strides[si]) {
+            if (si >= 7) {
+                for (size_t k = 0; k < n / strides[si]; k++) {
+                    size_t i = rng_below(r, n);
+                    uint64_t lo = i > 0 ? v[i - 1] : v[0], gap = v[i] - lo;
+                    uint64_t x = lo + (gap == UINT64_MAX ? rng_next(r) : rng_below(r, gap + 1));
+                    cand[m++] = rng_below(r, 3) == 0 ? v[i] : x;
+                }
+                qsort(cand, m, sizeof *cand, cmp_u64);
+            }
+            for (size_t i = rng_below(r, strides[si]); si < 7 && i < n; i += strides[si]) {
                 cand[m++] = v[i];
                 if (rng_below(r, 4) == 0)
                     cand[m++] = v[i]; /* a duplicate candidate */
                 if (v[i] < UINT64_MAX && (i + 1 == n || v[i + 1] > v[i] + 1))
                     cand[m++] = v[i] + 1; /* absent */
             }
+            if (ef)
+                ef_aheads_walked |= 1u << seen__ef_ahead(&run, m);
             seen__run_match(&run, cand, m, got);
             size_t at = 0;
             for (size_t c = 0; c < m; c++) {
@@ -558,6 +575,8 @@ static void test_runs(void **state)
                 check_run(&r, shape, sizes[i], segs[(shape + i) % 6], 1);
     }
     seen__ef_isa_limit(SEEN_EF_ISA_PDEP);
+    /* Sparse walks counted one, two and four words ahead, and dense ones. */
+    assert_int_equal(ef_aheads_walked, 1u | 2u | 4u | 16u);
     /* PDEP is taken where it is fast: not on AMD or Hygon before Zen 3. */
     assert_true(seen__pdep_fast_on("GenuineIntel", 0x000806ecu));
     assert_false(seen__pdep_fast_on("AuthenticAMD", 0x00660f01u)); /* family 0x15 */
