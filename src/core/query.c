@@ -148,7 +148,11 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
         rank[i] = -1;
     if (n == 0)
         return SEEN_OK;
-    int32_t tr_small[64];
+    /* Ranks of a run's tags, after a -1 for "no tag": tr[-1] is -1, so
+     * a candidate's rank from a run is tr[tag] whether it was found or
+     * not, taken without a branch (one candidate in ten is found, and a
+     * branch on it mispredicted). */
+    int32_t tr_small[65];
     if (n <= 4 && s->nruns <= SEEN_LOOKUP_MANY_MAX) {
         /* A few candidates (single adds): probe every run at once. */
         int32_t ranks[SEEN_LOOKUP_MANY_MAX][64];
@@ -190,11 +194,14 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
     seen_err err = SEEN_OK;
     for (uint32_t ri = 0; ri < s->nruns && err == SEEN_OK; ri++) {
         const seen__run *r = &s->runs[ri];
-        int32_t *tr = r->nsegs <= 64 ? tr_small : seen__malloc(r->nsegs * sizeof *tr);
-        if (tr == NULL) {
+        int32_t *const tr_buf =
+            r->nsegs <= 64 ? tr_small : seen__malloc((r->nsegs + 1) * sizeof *tr_buf);
+        if (tr_buf == NULL) {
             err = SEEN_ERR_NOMEM;
             break;
         }
+        tr_buf[0] = -1;
+        int32_t *const tr = tr_buf + 1;
         seen__run_tag_ranks(s, s->segs, s->nsegs, s->origin, r, q, tr);
         bool any = false, all = true;
         for (uint32_t t = 0; t < r->nsegs; t++) {
@@ -222,8 +229,8 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
             } else if (vals == NULL) {
                 vals = seen__malloc(n * (sizeof *vals + sizeof *tags));
                 if (vals == NULL) {
-                    if (tr != tr_small)
-                        seen__free(tr);
+                    if (tr_buf != tr_small)
+                        seen__free(tr_buf);
                     err = SEEN_ERR_NOMEM;
                     break;
                 }
@@ -239,12 +246,13 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
                 vals_c = r->c;
             }
             seen__run_match(r, vals, n, tags);
-            for (size_t i = 0; i < n; i++)
-                if (tags[i] >= 0 && tr[tags[i]] > rank[i])
-                    rank[i] = tr[tags[i]];
+            for (size_t i = 0; i < n; i++) {
+                const int32_t t = tr[tags[i]];
+                rank[i] = t > rank[i] ? t : rank[i];
+            }
         }
-        if (tr != tr_small)
-            seen__free(tr);
+        if (tr_buf != tr_small)
+            seen__free(tr_buf);
     }
     if (vals != vals_small)
         seen__free(vals);
