@@ -289,127 +289,189 @@ static inline __attribute__((always_inline)) int64_t ef_find_in(const seen__run 
 #define EF_MATCH_CHUNK 32u
 
 /*
- * Sorted candidates: one pass over the uppers.  The walk keeps the word
- * it is in and the zeros before it, so a candidate a few values on costs a
- * popcount or two and a select; one further than a sample's spacing jumps
- * to its sample instead, so a sparse batch costs what lookups would.
+ * Lanes of a walk (ef_match_body): a denser walk's steps are short and
+ * depend on the one before, so two side by side keep the CPU busier
+ * (10,000 candidates on a 100,000-item key written live, four runs of
+ * 25,000-50,000 values: 250-254 -> 237-238 us); a sparse walk's are
+ * longer and already overlap, and two measured the same or slower.
+ */
+#define EF_LANES_DENSE 2u
+#define EF_LANES_SPARSE 1u
+/* Where a sorted walk stands in the uppers: word k, that word, the zeros
+ * in the words before it, and the zeros in it. */
+typedef struct ef_cursor {
+    uint64_t k, w, zb, zw;
+} ef_cursor;
+
+static inline ef_cursor ef_cursor_start(const uint8_t *up)
+{
+    const uint64_t w = up_word(up, 0);
+    return (ef_cursor){0, w, 0, 64 - popcount64(w)};
+}
+
+/*
+ * Moves cursor cu on to high part h (not below the last one it was moved
+ * to) and returns where the values of h start in the uppers.  The walk
+ * keeps the word it is in and the zeros before it, so a candidate a few
+ * values on costs a popcount or two and a select; one further than a
+ * sample's spacing jumps to its sample instead, so a sparse batch costs
+ * what lookups would.
+ */
+static inline __attribute__((always_inline)) uint64_t
+ef_cursor_to(const seen__run *r, const uint8_t *up, uint64_t uwords, ef_cursor *cu, uint64_t h,
+             unsigned ahead, bool pdep)
+{
+    if (h == 0)
+        return 0;
+    const bool sparse = ahead > 0;
+    const unsigned s = r->ef.shift;
+    uint64_t k = cu->k, w = cu->w, zb = cu->zb, zw = cu->zw;
+    /* In a sparse batch the next candidate lies a word or a
+     * few on, as often as not: a branch on how far
+     * mispredicts.  The next `ahead` words are counted
+     * whatever, and the walk moves to the one holding the
+     * zero by selects; only a jump further takes the branch
+     * (and the samples).  In a denser batch the walk mostly
+     * stays in its word, and the branch predicts. */
+    bool moved = false;
+    if (ahead == 1) {
+        /* One word on: the padding after the uppers keeps the
+         * load inside the run. */
+        const uint64_t w1 = up_word(up, k + 1), z1 = 64 - popcount64(w1);
+        if (__builtin_expect(zb + zw + z1 >= h, 1)) {
+            const uint64_t on = zb + zw < h, mk = UINT64_C(0) - on;
+            k += on;
+            zb += zw & mk;
+            w = (w1 & mk) | (w & ~mk);
+            zw = (z1 & mk) | (zw & ~mk);
+            moved = true;
+        }
+    } else if (sparse && k + ahead < uwords) {
+        /* Words k..k+ahead and the zeros before each; the
+         * target is the last word with fewer zeros before it
+         * than h.  Indexing these (not a chain of selects)
+         * keeps the walk's path short. */
+        uint64_t ws[EF_AHEAD_MAX + 1], bs[EF_AHEAD_MAX + 2];
+        ws[0] = w;
+        bs[0] = zb;
+        bs[1] = zb + zw;
+        unsigned j = 0;
+        for (unsigned a = 1; a <= ahead; a++) {
+            ws[a] = up_word(up, k + a);
+            bs[a + 1] = bs[a] + 64 - popcount64(ws[a]);
+            j += bs[a] < h;
+        }
+        if (__builtin_expect(bs[ahead + 1] >= h, 1)) {
+            k += j;
+            w = ws[j];
+            zb = bs[j];
+            zw = bs[j + 1] - bs[j];
+            moved = true;
+        }
+    }
+    if (!moved && zb + zw < h) {
+        uint64_t j = h >> s;
+        if (j > 0 && (j << s) > zb + zw) {
+            /* The (j << s)-th zero is at sample(j) - 1. */
+            uint64_t at = sample_at(r, j) - 1;
+            k = at >> 6;
+            w = up_word(up, k);
+            uint64_t below = w & ((UINT64_C(1) << (at & 63)) - 1);
+            zb = (j << s) - 1 - ((at & 63) - popcount64(below));
+            zw = 64 - popcount64(w);
+        }
+        while (zb + zw < h) {
+            zb += zw;
+            w = up_word(up, ++k);
+            zw = 64 - popcount64(w);
+        }
+    }
+    cu->k = k;
+    cu->w = w;
+    cu->zb = zb;
+    cu->zw = zw;
+    return k * 64 + select64(~w, (unsigned)(h - zb - 1), pdep) + 1;
+}
+
+/* Candidate c's tag from where its high part starts (p), or -1. */
+static inline __attribute__((always_inline)) int32_t ef_tag_at(const seen__run *r, const lows *lw,
+                                                               uint32_t per, uint64_t ubits,
+                                                               uint64_t p, uint64_t h, uint64_t x)
+{
+    const int64_t at = match_high(lw, ubits, p, h, x & ((UINT64_C(1) << r->ef.low) - 1));
+    return at < 0 ? -1 : per ? tag_at(r, per, (uint64_t)at) : 0;
+}
+
+/*
+ * Sorted candidates: one pass over the uppers, or two side by side
+ * (`lanes`): the first half of the candidates and the second each walk
+ * with a cursor of their own, so the CPU runs two chains of dependent
+ * steps at once where one left it waiting.  A sparse batch goes in chunks:
+ * first where each candidate's high part starts in the uppers, with a
+ * prefetch of the lows it will compare; then the comparisons, whose lows
+ * (a random line of a run larger than L1) have had the chunk's time to
+ * arrive.  In a denser one the lows come in order, the hardware prefetches
+ * them, and a chunk only costs (10,000 candidates on 100,000 items: +2%;
+ * 2,000 on one run of 100,000: 36-37 -> 30-31 us).
  */
 static inline __attribute__((always_inline)) void ef_match_body(const seen__run *r,
                                                                 const uint64_t *vals, size_t n,
                                                                 int32_t *tags, bool pdep,
-                                                                unsigned ahead)
+                                                                unsigned ahead, unsigned lanes)
 {
     const bool sparse = ahead > 0;
     const lows lw = lows_of(r);
     const uint8_t *up = lw.codes;
     const uint32_t per = r->nsegs > 1 ? run_tags_per_word(r) : 0;
-    const unsigned l = r->ef.low, s = r->ef.shift;
-    const uint64_t lowmask = (UINT64_C(1) << l) - 1, ubits = r->n + highs(r);
+    const unsigned l = r->ef.low;
+    const uint64_t ubits = r->n + highs(r);
     const uint64_t uwords = (ubits + 63) / 64;
-    uint64_t k = 0, w = up_word(up, 0), zb = 0; /* zb: zeros in the words before k */
-    uint64_t zw = 64 - popcount64(w);
-    size_t c = 0;
+    size_t c = 0, e = n;
     for (; c < n && vals[c] < r->base; c++)
         tags[c] = -1;
-    /* A sparse batch goes in chunks: first where each candidate's high
-     * part starts in the uppers (the walk is sequential), with a prefetch
-     * of the lows it will compare; then the comparisons, whose lows (a
-     * random line of a run larger than L1) have had the chunk's time to
-     * arrive.  In a denser one the lows come in order, the hardware
-     * prefetches them, and a chunk only costs (10,000 candidates on
-     * 100,000 items: +2%; 2,000 on one run of 100,000: 36-37 -> 30-31 us). */
-    const size_t chunk = sparse ? EF_MATCH_CHUNK : 1;
-    uint64_t at_p[EF_MATCH_CHUNK], at_h[EF_MATCH_CHUNK];
-    bool past = false;
-    while (c < n && !past) {
-        const size_t c0 = c;
-        size_t m = 0;
-        for (; c < n && m < chunk; c++, m++) {
-            const uint64_t x = vals[c] - r->base;
-            if (x > r->span) {
-                past = true;
-                break;
-            }
-            const uint64_t h = x >> l;
-            uint64_t p = 0; /* where the values of high part h start */
-            if (h > 0) {
-                /* In a sparse batch the next candidate lies a word or a
-                 * few on, as often as not: a branch on how far
-                 * mispredicts.  The next `ahead` words are counted
-                 * whatever, and the walk moves to the one holding the
-                 * zero by selects; only a jump further takes the branch
-                 * (and the samples).  In a denser batch the walk mostly
-                 * stays in its word, and the branch predicts. */
-                bool moved = false;
-                if (ahead == 1) {
-                    /* One word on: the padding after the uppers keeps the
-                     * load inside the run. */
-                    const uint64_t w1 = up_word(up, k + 1), z1 = 64 - popcount64(w1);
-                    if (__builtin_expect(zb + zw + z1 >= h, 1)) {
-                        const uint64_t on = zb + zw < h, mk = UINT64_C(0) - on;
-                        k += on;
-                        zb += zw & mk;
-                        w = (w1 & mk) | (w & ~mk);
-                        zw = (z1 & mk) | (zw & ~mk);
-                        moved = true;
-                    }
-                } else if (sparse && k + ahead < uwords) {
-                    /* Words k..k+ahead and the zeros before each; the
-                     * target is the last word with fewer zeros before it
-                     * than h.  Indexing these (not a chain of selects)
-                     * keeps the walk's path short. */
-                    uint64_t ws[EF_AHEAD_MAX + 1], bs[EF_AHEAD_MAX + 2];
-                    ws[0] = w;
-                    bs[0] = zb;
-                    bs[1] = zb + zw;
-                    unsigned j = 0;
-                    for (unsigned a = 1; a <= ahead; a++) {
-                        ws[a] = up_word(up, k + a);
-                        bs[a + 1] = bs[a] + 64 - popcount64(ws[a]);
-                        j += bs[a] < h;
-                    }
-                    if (__builtin_expect(bs[ahead + 1] >= h, 1)) {
-                        k += j;
-                        w = ws[j];
-                        zb = bs[j];
-                        zw = bs[j + 1] - bs[j];
-                        moved = true;
-                    }
-                }
-                if (!moved && zb + zw < h) {
-                    uint64_t j = h >> s;
-                    if (j > 0 && (j << s) > zb + zw) {
-                        /* The (j << s)-th zero is at sample(j) - 1. */
-                        uint64_t at = sample_at(r, j) - 1;
-                        k = at >> 6;
-                        w = up_word(up, k);
-                        uint64_t below = w & ((UINT64_C(1) << (at & 63)) - 1);
-                        zb = (j << s) - 1 - ((at & 63) - popcount64(below));
-                        zw = 64 - popcount64(w);
-                    }
-                    while (zb + zw < h) {
-                        zb += zw;
-                        w = up_word(up, ++k);
-                        zw = 64 - popcount64(w);
-                    }
-                }
-                p = k * 64 + select64(~w, (unsigned)(h - zb - 1), pdep) + 1;
-            }
-            at_p[m] = p;
-            at_h[m] = h;
+    for (; e > c && vals[e - 1] - r->base > r->span; e--)
+        tags[e - 1] = -1;
+    /* Lane a walks [c, mid), lane b [mid, e); b holds the one left over. */
+    const size_t mid = lanes == 2 ? c + (e - c) / 2 : e;
+    const size_t chunk = sparse ? EF_MATCH_CHUNK / lanes : 1;
+    ef_cursor ca = ef_cursor_start(up), cb = ca;
+    uint64_t pa[EF_MATCH_CHUNK], pb[EF_MATCH_CHUNK];
+    size_t i = c;
+    while (i < mid) {
+        const size_t m = mid - i < chunk ? mid - i : chunk;
+        const size_t d = mid - c; /* lane b's candidate is d after lane a's */
+        for (size_t j = 0; j < m; j++) {
+            pa[j] = ef_cursor_to(r, up, uwords, &ca, (vals[i + j] - r->base) >> l, ahead, pdep);
+            if (lanes == 2)
+                pb[j] =
+                    ef_cursor_to(r, up, uwords, &cb, (vals[i + j + d] - r->base) >> l, ahead, pdep);
             /* The front block's address; a low in the tail block is not
              * prefetched (a prefetch never faults). */
-            if (sparse)
-                __builtin_prefetch(lw.codes + ((lw.ups + (p - h) * l) >> 3));
+            if (sparse) {
+                const uint64_t ha = (vals[i + j] - r->base) >> l;
+                __builtin_prefetch(lw.codes + ((lw.ups + (pa[j] - ha) * l) >> 3));
+                if (lanes == 2) {
+                    const uint64_t hb = (vals[i + j + d] - r->base) >> l;
+                    __builtin_prefetch(lw.codes + ((lw.ups + (pb[j] - hb) * l) >> 3));
+                }
+            }
         }
         for (size_t j = 0; j < m; j++) {
-            int64_t at =
-                match_high(&lw, ubits, at_p[j], at_h[j], (vals[c0 + j] - r->base) & lowmask);
-            tags[c0 + j] = at < 0 ? -1 : per ? tag_at(r, per, (uint64_t)at) : 0;
+            const uint64_t xa = vals[i + j] - r->base;
+            tags[i + j] = ef_tag_at(r, &lw, per, ubits, pa[j], xa >> l, xa);
+            if (lanes == 2) {
+                const uint64_t xb = vals[i + j + d] - r->base;
+                tags[i + j + d] = ef_tag_at(r, &lw, per, ubits, pb[j], xb >> l, xb);
+            }
         }
+        i += m;
     }
-    for (; c < n; c++)
-        tags[c] = -1;
+    if (lanes == 2 && e > mid && e - mid > mid - c) {
+        /* Lane b's last candidate, which lane a has no partner for. */
+        const uint64_t x = vals[e - 1] - r->base;
+        const uint64_t p = ef_cursor_to(r, up, uwords, &cb, x >> l, ahead, pdep);
+        tags[e - 1] = ef_tag_at(r, &lw, per, ubits, p, x >> l, x);
+    }
 }
 
 /*
@@ -556,16 +618,16 @@ unsigned seen__ef_ahead(const seen__run *r, size_t n)
     {                                                                                              \
         switch (seen__ef_ahead(r, n)) {                                                            \
         case 0:                                                                                    \
-            ef_match_body(r, vals, n, tags, pdep, 0);                                              \
+            ef_match_body(r, vals, n, tags, pdep, 0, EF_LANES_DENSE);                              \
             break;                                                                                 \
         case 1:                                                                                    \
-            ef_match_body(r, vals, n, tags, pdep, 1);                                              \
+            ef_match_body(r, vals, n, tags, pdep, 1, EF_LANES_SPARSE);                             \
             break;                                                                                 \
         case 2:                                                                                    \
-            ef_match_body(r, vals, n, tags, pdep, 2);                                              \
+            ef_match_body(r, vals, n, tags, pdep, 2, EF_LANES_SPARSE);                             \
             break;                                                                                 \
         default:                                                                                   \
-            ef_match_body(r, vals, n, tags, pdep, EF_AHEAD_MAX);                                   \
+            ef_match_body(r, vals, n, tags, pdep, EF_AHEAD_MAX, EF_LANES_SPARSE);                  \
         }                                                                                          \
     }                                                                                              \
     attrs static void ef_dense_##name(const seen__run *r, const uint64_t *vals, size_t n,          \
