@@ -323,20 +323,18 @@ ef_cursor_to(const seen__run *r, const uint8_t *up, uint64_t uwords, ef_cursor *
 {
     if (h == 0)
         return 0;
-    const bool sparse = ahead > 0;
     const unsigned s = r->ef.shift;
     uint64_t k = cu->k, w = cu->w, zb = cu->zb, zw = cu->zw;
-    /* In a sparse batch the next candidate lies a word or a
-     * few on, as often as not: a branch on how far
-     * mispredicts.  The next `ahead` words are counted
-     * whatever, and the walk moves to the one holding the
-     * zero by selects; only a jump further takes the branch
-     * (and the samples).  In a denser batch the walk mostly
-     * stays in its word, and the branch predicts. */
+    /* In a sparse batch the next candidate lies a word or a few on, as
+     * often as not: a branch on how far mispredicts.  The next `ahead`
+     * words are counted whatever, and the walk moves to the one holding
+     * the zero by selects; only a jump further takes the branch (and the
+     * samples).  In a denser batch (ahead 0) the walk mostly stays in its
+     * word, and the branch predicts. */
     bool moved = false;
     if (ahead == 1) {
-        /* One word on: the padding after the uppers keeps the
-         * load inside the run. */
+        /* One word on: the padding after the uppers keeps the load inside
+         * the run. */
         const uint64_t w1 = up_word(up, k + 1), z1 = 64 - popcount64(w1);
         if (__builtin_expect(zb + zw + z1 >= h, 1)) {
             const uint64_t on = zb + zw < h, mk = UINT64_C(0) - on;
@@ -346,11 +344,10 @@ ef_cursor_to(const seen__run *r, const uint8_t *up, uint64_t uwords, ef_cursor *
             zw = (z1 & mk) | (zw & ~mk);
             moved = true;
         }
-    } else if (sparse && k + ahead < uwords) {
-        /* Words k..k+ahead and the zeros before each; the
-         * target is the last word with fewer zeros before it
-         * than h.  Indexing these (not a chain of selects)
-         * keeps the walk's path short. */
+    } else if (ahead > 1 && k + ahead < uwords) {
+        /* Words k..k+ahead and the zeros before each; the target is the
+         * last word with fewer zeros before it than h.  Indexing these
+         * (not a chain of selects) keeps the walk's path short. */
         uint64_t ws[EF_AHEAD_MAX + 1], bs[EF_AHEAD_MAX + 2];
         ws[0] = w;
         bs[0] = zb;
@@ -393,7 +390,8 @@ ef_cursor_to(const seen__run *r, const uint8_t *up, uint64_t uwords, ef_cursor *
     return k * 64 + select64(~w, (unsigned)(h - zb - 1), pdep) + 1;
 }
 
-/* Candidate c's tag from where its high part starts (p), or -1. */
+/* The tag of the value at offset x from the run's base, or -1; the values
+ * of its high part h start at bit p of the uppers. */
 static inline __attribute__((always_inline)) int32_t ef_tag_at(const seen__run *r, const lows *lw,
                                                                uint32_t per, uint64_t ubits,
                                                                uint64_t p, uint64_t h, uint64_t x)
