@@ -208,7 +208,9 @@ seen_err seen__locate(const seen_set *s, const seen__kv *cand, size_t n, int64_t
             any |= tr[t] >= 0;
             all &= tr[t] >= 0;
         }
-        if (any && (uint64_t)r->n <= (uint64_t)n * SEEN_BY_VALUES_RATIO) {
+        const uint64_t by_values =
+            seen__run_is_ef(r) ? SEEN_BY_VALUES_RATIO : SEEN_BY_VALUES_RATIO_GOLOMB;
+        if (any && (uint64_t)r->n <= (uint64_t)n * by_values) {
             if (keys == NULL) {
                 keys = on_stack ? keys_small : seen__malloc((n + SEEN_CURSOR_PAD) * sizeof *keys);
                 if (keys == NULL) {
