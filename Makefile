@@ -179,14 +179,14 @@ EXTRA_TESTS =
 test: format-check test-unit test-fuzz test-module test-module-san $(EXTRA_TESTS)
 
 # --------------------------------------------------------------- benchmarks
-$(BUILD)/bench/bench_core: bench/bench_core.c $(BUILD)/libseen.a
+$(BUILD)/bench/bench_core: bench/bench_core.c bench/hset.h bench/bench_util.h $(BUILD)/libseen.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) -Wall -Wextra -Werror $(DEFS) -O2 -g -Iinclude $< $(BUILD)/libseen.a -lm -o $@
 
 bench-core: $(BUILD)/bench/bench_core
 	$(BUILD)/bench/bench_core
 
-$(BUILD)/bench/alternatives: bench/alternatives.c $(BUILD)/libseen.a
+$(BUILD)/bench/alternatives: bench/alternatives.c bench/bench_util.h $(BUILD)/libseen.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) -Wall -Wextra -Werror $(DEFS) -O2 -g -Iinclude $< $(BUILD)/libseen.a -lm -o $@
 

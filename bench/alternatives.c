@@ -24,6 +24,8 @@
  */
 #include "seen.h"
 
+#include "bench_util.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,10 +42,7 @@
 static uint64_t rng_state = 12345;
 static uint64_t rnd(void)
 {
-    uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
+    return splitmix64(&rng_state);
 }
 
 static int cmp_u64(const void *a, const void *b)

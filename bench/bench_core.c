@@ -28,8 +28,9 @@
  */
 #include "seen.h"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "bench_util.h"
+
+#include "hset.h"
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -44,20 +45,10 @@
 #define WINDOW (90 * DAY)
 #define NOW0 INT64_C(1763700000000)
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static uint64_t rng_state = 0x5eed5eed5eedull;
 static uint64_t rnd(void)
 {
-    uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
+    return splitmix64(&rng_state);
 }
 
 typedef struct id24 {
@@ -88,57 +79,10 @@ static unsigned touch(const seen_str *b, size_t q)
 
 static volatile unsigned touched;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return v[n / 2];
-}
-
-/* ------------------------------------------------------------ baseline */
-
-typedef struct hset {
-    uint64_t *slots; /* 0 = empty; keys are hashes | 1 */
-    size_t mask;
-} hset;
-
-static void hset_init(hset *h, size_t n)
-{
-    size_t cap = 16;
-    while (cap < n * 2)
-        cap *= 2;
-    h->slots = calloc(cap, sizeof *h->slots);
-    h->mask = cap - 1;
-}
-
-static int hset_add(hset *h, uint64_t k)
-{
-    k |= 1;
-    size_t i = (size_t)(k >> 7) & h->mask;
-    while (h->slots[i]) {
-        if (h->slots[i] == k)
-            return 0;
-        i = (i + 1) & h->mask;
-    }
-    h->slots[i] = k;
-    return 1;
-}
-
-static int hset_has(const hset *h, uint64_t k)
-{
-    k |= 1;
-    size_t i = (size_t)(k >> 7) & h->mask;
-    while (h->slots[i]) {
-        if (h->slots[i] == k)
-            return 1;
-        i = (i + 1) & h->mask;
-    }
-    return 0;
 }
 
 /* ------------------------------------------------------------- the run */
@@ -363,8 +307,8 @@ static result bench_size(size_t n)
 
     seen_free(st);
     seen_free(s);
-    free(h.slots);
-    free(h2.slots);
+    hset_free(&h);
+    hset_free(&h2);
     free(seen);
     free(batch);
     free(flags);

@@ -30,6 +30,8 @@
 #include "run_layout.h"
 #include "seen.h"
 
+#include "bench_util.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,23 +46,7 @@
 static uint64_t rng_state = 0x1a7075;
 static uint64_t rnd(void)
 {
-    uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+    return splitmix64(&rng_state);
 }
 
 static int cmp_u64(const void *a, const void *b)
