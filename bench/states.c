@@ -33,9 +33,13 @@
  * (hset.h), the two alternating on the same batches: the median time of
  * each, and their ratio, say what a query costs in that state against an
  * exact structure of the same items.  A live candidate reported unseen is
- * a false negative, counted and failing the run.  A key holds an item until its slice is forgotten,
- * up to a slice past the window, so where the items of the last 90 days fall away (a user going
- * away) the bits per live item peak for that slice.
+ * a false negative, counted and failing the run.
+ *
+ * `--short` (`make test-states`, part of `make test`) runs SHORT_DAYS in 4
+ * and 64 slices, querying every SHORT_QUERY_EVERY days: a check that
+ * every state takes its writes and keeps its items, not a measurement.  A key holds an item until
+ * its slice is forgotten, up to a slice past the window, so where the items of the last 90 days
+ * fall away (a user going away) the bits per live item peak for that slice.
  */
 #include "seen.h"
 
@@ -52,6 +56,9 @@
 
 #define DAY INT64_C(86400000)
 #define DAYS 250
+/* The short form (`--short`, part of `make test`): fewer days, the
+ * fewest and the most slices, queries less often. */
+#define SHORT_DAYS 120
 #define PAGE 20
 #define T0 INT64_C(1763700000000)
 #define ID_LEN 24
@@ -59,6 +66,7 @@
 /* The query measurement: its cadence, batch size, how many distinct
  * batches rotate (so no branch predictor learns one) and repetitions. */
 #define QUERY_EVERY 10
+#define SHORT_QUERY_EVERY 30
 #define QUERY_BATCH 2000
 #define QUERY_BATCHES 4
 #define QUERY_REPS 9
@@ -249,6 +257,11 @@ static void measure_queries(seen_set *s, int64_t now, uint64_t first, uint64_t l
 /* Items written per day so far: live items are the last 90 days' sum. */
 static uint64_t per_day[DAYS + 1];
 
+/* The run's length and query cadence: DAYS and QUERY_EVERY, or the short
+ * form's. */
+static int days = DAYS;
+static int query_every = QUERY_EVERY;
+
 static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
 {
     outcome o = {0};
@@ -266,7 +279,7 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
     seen_run_info runs[64];
     double carry = 0, runs_sum = 0, bits_sum = 0;
     unsigned samples = 0, bit_samples = 0;
-    for (int day = 0; day < DAYS; day++) {
+    for (int day = 0; day < days; day++) {
         bool away = day >= pt->away_from && day < pt->away_to;
         carry += away ? 0 : pt->rate(day) / PAGE;
         int pages = (int)carry;
@@ -296,7 +309,7 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
         runs_sum += n;
         samples++;
         uint64_t live = 0;
-        int span = pc->window_days ? pc->window_days : DAYS;
+        int span = pc->window_days ? pc->window_days : days;
         for (int d = day >= span - 1 ? day - (span - 1) : 0; d <= day; d++)
             live += per_day[d];
         if (pc->capacity && live > pc->capacity)
@@ -308,7 +321,7 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
             bits_sum += bits;
             bit_samples++;
         }
-        if (live >= 1000 && ((day + 1) % QUERY_EVERY == 0 || day == DAYS - 1)) {
+        if (live >= 1000 && ((day + 1) % query_every == 0 || day == days - 1)) {
             /* Every live item is inside the window at the end of its
              * day but a page sent late, older than the day it is counted
              * in: its items are not drawn as live candidates. */
@@ -328,22 +341,29 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
 
 int main(int argc, char **argv)
 {
-    const char *out_path = argc > 1 ? argv[1] : NULL;
+    bool short_form = argc > 1 && strcmp(argv[1], "--short") == 0;
+    const char *out_path = argc > 1 + short_form ? argv[1 + short_form] : NULL;
     FILE *out = out_path ? fopen(out_path, "w") : stdout;
     if (out == NULL) {
         perror(out_path);
         return 1;
     }
-    static const uint32_t slice_counts[] = {4, 16, 64};
+    static const uint32_t all_slice_counts[] = {4, 16, 64}, short_slice_counts[] = {4, 64};
+    const uint32_t *slice_counts = short_form ? short_slice_counts : all_slice_counts;
+    const size_t nslice_counts = short_form ? 2 : 3;
+    if (short_form) {
+        days = SHORT_DAYS;
+        query_every = SHORT_QUERY_EVERY;
+    }
     time_t started = time(NULL);
-    fprintf(out, "# Key states: runs, bits per live item and query time over %d days\n\n", DAYS);
+    fprintf(out, "# Key states: runs, bits per live item and query time over %d days\n\n", days);
     fprintf(out,
-            "Command: `make bench-states` (in process; bench/states.c says what is measured). "
+            "Command: `%s` (in process; bench/states.c says what is measured). "
             "Policy: 90 days, error 0.001, in the slices given; pages of %d at their times. "
             "Queries: every %d days, batches of %d candidates (a tenth of them live items), "
             "the key's median µs and its ratio to an in-process hash set of the live items "
             "on the same batches (below 1: faster than the hash set).\n\n",
-            PAGE, QUERY_EVERY, QUERY_BATCH);
+            short_form ? "make test-states" : "make bench-states", PAGE, query_every, QUERY_BATCH);
     fprintf(out, "| pattern (items a day) | slices | items written | writes refused | runs, most | "
                  "runs, mean | bits per live item, most | mean | query µs, mean | most | "
                  "/ hash set, mean | most |\n");
@@ -352,7 +372,7 @@ int main(int argc, char **argv)
     unsigned refused = 0;
     uint64_t false_negatives = 0;
     for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
-        for (size_t j = 0; j < sizeof slice_counts / sizeof slice_counts[0]; j++) {
+        for (size_t j = 0; j < nslice_counts; j++) {
             outcome o = drive(&patterns[i], slice_counts[j], &default_policy);
             refused += o.refused;
             false_negatives += o.false_negatives;
