@@ -1,7 +1,8 @@
 /*
  * states.c — keys driven through the rate patterns a feed's users follow,
- * in process (`make bench-states`): how many runs each key holds and what
- * it costs per live item over 250 days, and whether every write was taken.
+ * in process (`make bench-states`): how many runs each key holds, what it
+ * costs per live item over 250 days, whether every write was taken, and
+ * what its queries and writes cost in each state.
  *
  * Runs are what a key's queries and adds pay for (each candidate is looked
  * up in every run), and a key's plan — the divisor its fingerprints are
@@ -16,16 +17,17 @@
  * seen_add_str (as the module writes at its clock), under the default
  * policy (90 days, error 0.001) in 4, 16 and 64 slices, and a steady and a
  * growing user under other policies (a week's or a day's window, a cap
- * and no window, no limit) in 4.  At the end of
- * each day without writes the key sheds what it has forgotten
- * (seen_expire, as the module's sweep does for idle keys); at the end of
- * every day the program records its runs
- * (seen_runs) and its bytes (seen_bytes: the set as the library holds
+ * and no window, no limit) in 4.  At the end of each day without writes
+ * the key sheds what it has forgotten (seen_expire, as the module's sweep
+ * does for idle keys); at the end of every day the program records its
+ * runs (seen_runs) and its bytes (seen_bytes: the set as the library holds
  * it, its fixed structures included) over the items the policy keeps
  * (written in the last window's days, the newest `capacity`, or all),
- * from the 6th day on and where those are at least 1,000.
- * Reported: the most and the mean of each, and the writes refused (none
- * is expected).
+ * from the 6th day on and where those are at least 1,000.  Reported: the
+ * most and the mean of each, and the writes refused (none is expected).
+ * A key holds an item until its slice is forgotten, up to a slice past
+ * the window, so where the items of the last 90 days fall away (a user
+ * going away) the bits per live item peak for that slice.
  *
  * Every QUERY_EVERY days (and on the last) the key also answers batches of
  * QUERY_BATCH candidates, a tenth of them live items and the rest never
@@ -33,13 +35,14 @@
  * (hset.h), the two alternating on the same batches: the median time of
  * each, and their ratio, say what a query costs in that state against an
  * exact structure of the same items.  A live candidate reported unseen is
- * a false negative, counted and failing the run.
+ * a false negative, counted and failing the run.  Every page is timed, and
+ * the same ids added to a hash set that keeps everything (an untrimmed
+ * SET's work): the mean, the 99.9th percentile and the slowest page, which
+ * is one that folds or rewrites runs and costs what they hold.
  *
  * `--short` (`make test-states`, part of `make test`) runs SHORT_DAYS in 4
  * and 64 slices, querying every SHORT_QUERY_EVERY days: a check that
- * every state takes its writes and keeps its items, not a measurement.  A key holds an item until
- * its slice is forgotten, up to a slice past the window, so where the items of the last 90 days
- * fall away (a user going away) the bits per live item peak for that slice.
+ * every state takes its writes and keeps its items, not a measurement.
  */
 #include "seen.h"
 
@@ -167,6 +170,10 @@ typedef struct outcome {
     double vs_hset_mean, vs_hset_max;   /* over the hash set's, same batches */
     unsigned query_samples;
     uint64_t false_negatives;
+    double page_us_mean; /* per page of PAGE adds, over the run */
+    double page_us_p999; /* the 99.9th percentile of pages */
+    double page_ms_most; /* the slowest page: how long a write held the key */
+    double page_vs_hset; /* the run's page time over the hash set's */
 } outcome;
 
 static void id_of(char out[ID_LEN + 1], uint64_t seq)
@@ -274,6 +281,22 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
     if (seen_create(&p, &s) != SEEN_OK)
         exit(1);
     memset(per_day, 0, sizeof per_day);
+    /* The writes' baseline: the same pages into a hash set (never
+     * trimmed, as a SET is), sized for everything the pattern writes. */
+    uint64_t total = 0;
+    double c = 0;
+    for (int day = 0; day < days; day++) {
+        c += day >= pt->away_from && day < pt->away_to ? 0 : pt->rate(day) / PAGE;
+        total += (uint64_t)c * PAGE;
+        c -= (double)(uint64_t)c;
+    }
+    hset h;
+    hset_init(&h, (size_t)total);
+    double t_pages = 0, t_hset = 0;
+    uint64_t npages = 0;
+    double *page_t = malloc((size_t)(total / PAGE + 1) * sizeof *page_t);
+    if (page_t == NULL)
+        exit(1);
     char ids[PAGE][ID_LEN + 1];
     seen_str page[PAGE];
     seen_run_info runs[64];
@@ -292,8 +315,16 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
                 id_of(ids[i], o.written + (uint64_t)i);
                 page[i] = (seen_str){ids[i], ID_LEN};
             }
+            const double t0 = now_s();
             if (seen_add_str(s, page, PAGE, NULL, at, NULL) != SEEN_OK)
                 o.refused++;
+            const double t1 = now_s();
+            for (int i = 0; i < PAGE; i++)
+                hset_add(&h, XXH3_64bits(page[i].ptr, page[i].len));
+            const double t2 = now_s();
+            page_t[npages++] = t1 - t0;
+            t_pages += t1 - t0;
+            t_hset += t2 - t1;
             o.written += PAGE;
             per_day[day] += PAGE;
         }
@@ -335,8 +366,44 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
     }
     o.runs_mean = samples ? runs_sum / samples : 0;
     o.bits_mean = bit_samples ? bits_sum / bit_samples : 0;
+    if (npages) {
+        qsort(page_t, (size_t)npages, sizeof *page_t, cmp_double);
+        o.page_us_mean = t_pages * 1e6 / (double)npages;
+        o.page_us_p999 = page_t[(size_t)((double)(npages - 1) * 0.999)] * 1e6;
+        o.page_ms_most = page_t[npages - 1] * 1e3;
+        o.page_vs_hset = t_hset > 0 ? t_pages / t_hset : 0;
+    }
+    free(page_t);
+    hset_free(&h);
     seen_free(s);
     return o;
+}
+
+/* The tables' columns after the leading ones (`lead`, `rule` their
+ * header and alignment cells). */
+static void print_header(FILE *out, const char *lead, const char *rule)
+{
+    fprintf(out,
+            "| %s | items written | writes refused | runs, most | runs, mean | "
+            "bits per live item, most | mean | query µs, mean | most | / hash set, mean | most | "
+            "page µs, mean | 99.9%% | slowest, ms | / hash set |\n",
+            lead);
+    fprintf(out, "| %s |", rule);
+    for (int i = 0; i < 14; i++)
+        fprintf(out, " ---: |");
+    fprintf(out, "\n");
+}
+
+static void print_row(FILE *out, const char *lead, const outcome *o)
+{
+    fprintf(
+        out,
+        "| %s | %llu | %u | %u | %.1f | %.1f | %.1f | %.0f | %.0f | %.2f | %.2f | %.1f | %.0f | "
+        "%.2f | %.0f |\n",
+        lead, (unsigned long long)o->written, o->refused, o->runs_max, o->runs_mean, o->bits_max,
+        o->bits_mean, o->query_us_mean, o->query_us_max, o->vs_hset_mean, o->vs_hset_max,
+        o->page_us_mean, o->page_us_p999, o->page_ms_most, o->page_vs_hset);
+    fflush(out);
 }
 
 int main(int argc, char **argv)
@@ -356,55 +423,42 @@ int main(int argc, char **argv)
         query_every = SHORT_QUERY_EVERY;
     }
     time_t started = time(NULL);
-    fprintf(out, "# Key states: runs, bits per live item and query time over %d days\n\n", days);
+    fprintf(out, "# Key states: runs, bits per live item, queries and writes over %d days\n\n",
+            days);
     fprintf(out,
             "Command: `%s` (in process; bench/states.c says what is measured). "
             "Policy: 90 days, error 0.001, in the slices given; pages of %d at their times. "
             "Queries: every %d days, batches of %d candidates (a tenth of them live items), "
             "the key's median µs and its ratio to an in-process hash set of the live items "
-            "on the same batches (below 1: faster than the hash set).\n\n",
+            "on the same batches (below 1: faster than the hash set). Pages: µs per page of "
+            "adds, the mean, the 99.9th percentile and the slowest page (a page that folds or "
+            "rewrites runs costs what the runs hold), and the ratio of the mean to the same "
+            "pages added to a hash set that keeps everything (as an untrimmed SET does).\n\n",
             short_form ? "make test-states" : "make bench-states", PAGE, query_every, QUERY_BATCH);
-    fprintf(out, "| pattern (items a day) | slices | items written | writes refused | runs, most | "
-                 "runs, mean | bits per live item, most | mean | query µs, mean | most | "
-                 "/ hash set, mean | most |\n");
-    fprintf(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-                 "---: |\n");
+    print_header(out, "pattern (items a day) | slices", "--- | ---:");
     unsigned refused = 0;
     uint64_t false_negatives = 0;
+    char lead[160];
     for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
         for (size_t j = 0; j < nslice_counts; j++) {
             outcome o = drive(&patterns[i], slice_counts[j], &default_policy);
             refused += o.refused;
             false_negatives += o.false_negatives;
-            fprintf(
-                out,
-                "| %s | %u | %llu | %u | %u | %.1f | %.1f | %.1f | %.0f | %.0f | %.2f | %.2f |\n",
-                patterns[i].name, slice_counts[j], (unsigned long long)o.written, o.refused,
-                o.runs_max, o.runs_mean, o.bits_max, o.bits_mean, o.query_us_mean, o.query_us_max,
-                o.vs_hset_mean, o.vs_hset_max);
-            fflush(out);
+            snprintf(lead, sizeof lead, "%s | %u", patterns[i].name, slice_counts[j]);
+            print_row(out, lead, &o);
         }
     }
     fprintf(out, "\nOther policies, in 4 slices (error 0.001); live items are those the policy "
                  "keeps:\n\n");
-    fprintf(out, "| policy | pattern (items a day) | items written | writes refused | runs, most | "
-                 "runs, mean | bits per live item, most | mean | query µs, mean | most | "
-                 "/ hash set, mean | most |\n");
-    fprintf(out, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-                 "---: |\n");
+    print_header(out, "policy | pattern (items a day)", "--- | ---");
     for (size_t i = 0; i < sizeof other_policies / sizeof other_policies[0]; i++) {
         for (size_t j = 0; j < sizeof other_patterns / sizeof other_patterns[0]; j++) {
             const pattern *pt = &patterns[other_patterns[j]];
             outcome o = drive(pt, 4, &other_policies[i]);
             refused += o.refused;
             false_negatives += o.false_negatives;
-            fprintf(
-                out,
-                "| %s | %s | %llu | %u | %u | %.1f | %.1f | %.1f | %.0f | %.0f | %.2f | %.2f |\n",
-                other_policies[i].name, pt->name, (unsigned long long)o.written, o.refused,
-                o.runs_max, o.runs_mean, o.bits_max, o.bits_mean, o.query_us_mean, o.query_us_max,
-                o.vs_hset_mean, o.vs_hset_max);
-            fflush(out);
+            snprintf(lead, sizeof lead, "%s | %s", other_policies[i].name, pt->name);
+            print_row(out, lead, &o);
         }
     }
     fprintf(out, "\n%u writes refused and %llu false negatives in all; %ld s.\n", refused,

@@ -83,9 +83,9 @@ EXTRA_TESTS += test-layouts
 # ------------------------------------------------------------ states
 # Keys driven through users' rate patterns (growing, waves, a late page, a
 # return after months away) in 4, 16 and 64 slices, in process: runs and
-# bits per live item over 250 days, writes refused, and batch queries beside
-# a hash set of the live items (bench/states.c; bench/results/states.md,
-# about 75 s).
+# bits per live item over 250 days, writes refused, batch queries beside
+# a hash set of the live items, and the time of every page of adds
+# (bench/states.c; bench/results/states.md, about 75 s).
 $(BUILD)/bench/states: bench/states.c bench/hset.h bench/bench_util.h $(BUILD)/libseen.a include/seen.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(DEFS) -O2 -g -Iinclude $< $(BUILD)/libseen.a -lm -o $@
