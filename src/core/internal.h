@@ -171,6 +171,21 @@
  * every further write was refused). */
 #define SEEN_RUNS_WHOLE_REPLAN 16u
 #define SEEN_RUNS_CONSOLIDATE 24u
+/* With SEEN_MANY_SLICES slices or more, each slice's sealed recent run
+ * that cannot fold is a run of its own, so a moving rate gathers runs
+ * faster: there the two thresholds are 8 and 12.  `make bench-states`, 16
+ * and 64 slices, against 16 and 24 (runs, 2,000-candidate batch, page of
+ * 20, bits per live item, means over 250 days): a user growing by 20 a day
+ * each day 15.4 -> 9.2 runs, 223 -> 156 us, 32.6 -> 19.1 us, 17.3 -> 17.1
+ * bits (16 slices); by 100 a day 16.5 -> 10.8, 346 -> 232, 54 -> 15 us;
+ * waves, a decaying user, a binge all fewer runs and faster; bits within
+ * -0.9..+0.4 (a doubling user in 16 slices +0.4).  The slowest page, a
+ * merge of the runs sharing a divisor, can be longer: 13 -> 23 ms in the
+ * doubling user's 2.9-million-item key in 64 slices.  In 4 slices the same
+ * thresholds cost bits (that doubling user 17.3 -> 19.2), so they stay. */
+#define SEEN_MANY_SLICES 16u
+#define SEEN_RUNS_WHOLE_REPLAN_MANY_SLICES 8u
+#define SEEN_RUNS_CONSOLIDATE_MANY_SLICES 12u
 
 /* A set without window or capacity plans for SEEN_GROWTH_AHEAD times the
  * items it holds: each doubling's runs then take ~1/32 of the budget, so

@@ -19,6 +19,20 @@
  * only when T moves by more than SEEN_PLAN_HYSTERESIS, so runs keep
  * sharing a divisor; runs from an older plan simply age out.
  */
+/* Runs at which a set re-plans by whole factors only, and past which a
+ * flush merges the runs that share a divisor (internal.h). */
+static uint32_t runs_whole_replan(const seen_set *s)
+{
+    return s->policy.slices >= SEEN_MANY_SLICES ? SEEN_RUNS_WHOLE_REPLAN_MANY_SLICES
+                                                : SEEN_RUNS_WHOLE_REPLAN;
+}
+
+static uint32_t runs_consolidate(const seen_set *s)
+{
+    return s->policy.slices >= SEEN_MANY_SLICES ? SEEN_RUNS_CONSOLIDATE_MANY_SLICES
+                                                : SEEN_RUNS_CONSOLIDATE;
+}
+
 /* Keep 24 significant bits, so the divisor can later be halved exactly. */
 static uint64_t mantissa_round(uint64_t x)
 {
@@ -350,7 +364,7 @@ static void replan(const seen_set *s, next_state *ns, const runlist *rl, uint64_
         return;
     }
     double holds = ldexp(s->policy.error, 64) * (1.0 - SEEN_BUDGET_RESERVE) / (double)ns->plan_c;
-    if (young || rl->n >= SEEN_RUNS_WHOLE_REPLAN) {
+    if (young || rl->n >= runs_whole_replan(s)) {
         /* The plan moves by whole factors only, so young runs (or those of
          * a set with many runs already) convert to it exactly and fold
          * together: finer by halving when the target outgrows it, coarser
@@ -865,7 +879,7 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
             break;
     }
 
-    if (rl->n > SEEN_RUNS_CONSOLIDATE && (err = merge_equal_divisors(s, ns, rl)) != SEEN_OK)
+    if (rl->n > runs_consolidate(s) && (err = merge_equal_divisors(s, ns, rl)) != SEEN_OK)
         goto fail;
 
     /* The state must load back: the budget holds and the runs are within
