@@ -528,7 +528,8 @@ void drv_run(const drv_server *srv, redisContext *ctl, const drv_load *load, drv
                 if (k->tally.type == REDIS_REPLY_ERROR)
                     drv_die("error reply: %s", k->tally.err);
                 if (!check(ctx, &s->req, &k->tally))
-                    drv_die("wrong answer (request tag %lld)", s->req.tag);
+                    drv_die("wrong answer (request tag %lld): reply type %d, length or value %lld",
+                            s->req.tag, k->tally.type, k->tally.len);
                 double t = drv_now();
                 /* Rate between the first and the last reply: the time to
                  * the first one is latency, not throughput. */
