@@ -18,9 +18,11 @@
  * key / c; a fresh key matches one of its n values with probability at most
  * n * c / 2^64.  The invariant is
  *
- *       sum over runs (n * c)  +  head items  <=  budget = error * 2^64,
+ *       sum over runs with c > 1 (n * c)  <=  budget = error * 2^64,
  *
- * checked before every change, so the bound holds at every moment.  Small
+ * checked before every change, so the bound holds at every moment.  Exact
+ * keys (the head, runs with c = 1) are outside it: a string id's 64-bit
+ * hash collides with a fresh one's with probability 2^-64.  Small
  * sets (up to the exact limit) keep c = 1 (exact keys).  Once compact, each
  * new run gets the largest divisor that leaves room for the items the set
  * is expected to hold (its recent high-water mark, or a projection of its
