@@ -39,7 +39,9 @@
  * candidates reported seen are false positives, and so are the fresh ids
  * of a page that its add reports as seen before: their rates, over the
  * run and the worst query sample, fail the run where they are more than
- * the policy's bound explains.  Every page is timed, and
+ * the policy's bound explains.  At each query sample the key also goes
+ * through its serialized form and the validating loader, and must come
+ * back the same set.  Every page is timed, and
  * the same ids added to a hash set that keeps everything (an untrimmed
  * SET's work): the mean, the 99.9th percentile and the slowest page, which
  * is one that folds or rewrites runs and costs what they hold.
@@ -175,14 +177,15 @@ typedef struct outcome {
     double vs_hset_mean, vs_hset_max;   /* over the hash set's, same batches */
     unsigned query_samples;
     uint64_t false_negatives;
-    uint64_t fresh, false_positives; /* never-written candidates, and those seen */
-    double fp_rate_most;             /* the worst query sample's rate */
-    uint64_t add_fp;                 /* fresh ids an add reported as seen before */
-    double bound_most;               /* the set's own rate bound over ERROR, most */
-    double page_us_mean;             /* per page of PAGE adds, over the run */
-    double page_us_p999;             /* the 99.9th percentile of pages */
-    double page_ms_most;             /* the slowest page: how long a write held the key */
-    double page_vs_hset;             /* the run's page time over the hash set's */
+    uint64_t fresh, false_positives;   /* never-written candidates, and those seen */
+    double fp_rate_most;               /* the worst query sample's rate */
+    uint64_t add_fp;                   /* fresh ids an add reported as seen before */
+    double bound_most;                 /* the set's own rate bound over ERROR, most */
+    unsigned reloads, reload_failures; /* round trips through the loader */
+    double page_us_mean;               /* per page of PAGE adds, over the run */
+    double page_us_p999;               /* the 99.9th percentile of pages */
+    double page_ms_most;               /* the slowest page: how long a write held the key */
+    double page_vs_hset;               /* the run's page time over the hash set's */
 } outcome;
 
 /* More false positives among n fresh candidates than a rate of ERROR
@@ -300,6 +303,29 @@ static void measure_queries(seen_set *s, int64_t now, uint64_t first, uint64_t l
     o->query_samples++;
 }
 
+/*
+ * The key through its serialized form and the loader that trusts nothing
+ * (as an RDB file or RESTORE brings it back): the writer must never
+ * produce what the loader refuses, and what loads must be the same set,
+ * serializing to the same bytes and counting the same items.
+ */
+static void check_reload(const seen_set *s, int64_t now, outcome *o)
+{
+    const size_t need = seen_serialized_size(s);
+    uint8_t *a = malloc(need ? need : 1), *b = malloc(need ? need : 1);
+    size_t got = 0, again = 0;
+    seen_set *back = NULL;
+    bool same = a && b && seen_serialize(s, a, need, &got) == SEEN_OK && got == need &&
+                seen_deserialize(a, got, &back) == SEEN_OK && seen_serialized_size(back) == need &&
+                seen_serialize(back, b, need, &again) == SEEN_OK && again == need &&
+                memcmp(a, b, need) == 0 && seen_count(back, now) == seen_count(s, now);
+    o->reloads++;
+    o->reload_failures += !same;
+    seen_free(back);
+    free(a);
+    free(b);
+}
+
 /* Items written per day so far: live items are the last 90 days' sum. */
 static uint64_t per_day[DAYS + 1];
 
@@ -403,6 +429,7 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
              * in: its items are not drawn as live candidates. */
             const uint64_t late = pt->late_second_page ? PAGE : 0;
             measure_queries(s, T0 + (day + 1) * DAY - 1, o.written - live, late, o.written, &o);
+            check_reload(s, T0 + (day + 1) * DAY - 1, &o);
         }
     }
     if (o.query_samples) {
@@ -492,6 +519,7 @@ int main(int argc, char **argv)
     unsigned refused = 0;
     uint64_t false_negatives = 0;
     unsigned over_bound = 0; /* keys with more false positives than the bound explains */
+    unsigned reloads = 0, reload_failures = 0;
     char lead[160];
     for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
         for (size_t j = 0; j < nslice_counts; j++) {
@@ -501,6 +529,8 @@ int main(int argc, char **argv)
             over_bound += too_many_false_positives(o.false_positives, o.fresh) ||
                           too_many_false_positives(o.add_fp, o.written) ||
                           over_budget(o.bound_most);
+            reloads += o.reloads;
+            reload_failures += o.reload_failures;
             snprintf(lead, sizeof lead, "%s | %u", patterns[i].name, slice_counts[j]);
             print_row(out, lead, &o);
         }
@@ -517,15 +547,18 @@ int main(int argc, char **argv)
             over_bound += too_many_false_positives(o.false_positives, o.fresh) ||
                           too_many_false_positives(o.add_fp, o.written) ||
                           over_budget(o.bound_most);
+            reloads += o.reloads;
+            reload_failures += o.reload_failures;
             snprintf(lead, sizeof lead, "%s | %s", other_policies[i].name, pt->name);
             print_row(out, lead, &o);
         }
     }
     fprintf(out,
-            "\n%u writes refused, %llu false negatives and %u keys over the false-positive "
-            "bound in all; %ld s.\n",
-            refused, (unsigned long long)false_negatives, over_bound, (long)(time(NULL) - started));
+            "\n%u writes refused, %llu false negatives, %u keys over the false-positive "
+            "bound and %u of %u reloads refused or changed in all; %ld s.\n",
+            refused, (unsigned long long)false_negatives, over_bound, reload_failures, reloads,
+            (long)(time(NULL) - started));
     if (out != stdout)
         fclose(out);
-    return refused || false_negatives || over_bound ? 2 : 0;
+    return refused || false_negatives || over_bound || reload_failures ? 2 : 0;
 }

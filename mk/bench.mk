@@ -95,8 +95,8 @@ bench-states: $(BUILD)/bench/states
 	$(BUILD)/bench/states $(BENCH_OUT)/states.md
 
 # Its short form (120 days, 4 and 64 slices; ~10 s), part of `make test`:
-# fails on a refused write, a live item reported unseen or false positives
-# past the bound, in any state.
+# fails on a refused write, a live item reported unseen, false positives
+# past the bound or a state the loader refuses, in any state.
 # test-states-san runs it against the library under ASan+UBSan (~30 s).
 $(SAN)/bench/states: bench/states.c bench/hset.h bench/bench_util.h $(SAN)/libseen.a include/seen.h
 	@mkdir -p $(dir $@)
