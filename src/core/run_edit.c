@@ -342,10 +342,73 @@ done:
  * Only the buckets the new values fall in are decoded and coded again; the
  * rest is copied, and base, span, Golomb parameter and bucket count stay.
  * A 20-item page into a run of thousands then re-codes a few buckets, not
- * the run.
+ * the run.  Values past the top of a run of several buckets are appended
+ * after its codes (append_past_top), which moves the top and adds buckets.
  */
 /* Unary parts longer than this make seen__run_with give way to a rebuild. */
 #define SEEN_WITH_MAX_QUOTIENT 1024u
+
+/* Where the buckets of a run with values appended start, and their lows:
+ * the edit frame's, grown by the buckets the appended values open. */
+typedef struct append_frame {
+    uint64_t *noffs, *nfirsts, *lows;
+} append_frame;
+
+/*
+ * Append vals[0..k) (increasing, all above r's top, which is r's last
+ * value) after the codes w holds, which are r's buckets as f->noffs and
+ * f->nfirsts place them.  The last bucket takes values up to the run's
+ * average per bucket, then new buckets start, each at its first value;
+ * a value whose gap would be too wide to code starts one too.  The run
+ * comes out cut by rank (its buckets' lows in the index): cut by value,
+ * each bucket's place depends on the span, which grows.  *nb receives the
+ * bucket count, 0 if the buckets would be too many for the run (then a
+ * rebuild is due); a->noffs, nfirsts and lows describe all of them.
+ */
+static seen_err append_past_top(const seen__run *r, const edit_frame *f, acc_writer *w,
+                                const seen__golomb *g, const seen__divider *mdiv,
+                                const uint64_t *vals, size_t k, append_frame *a, uint32_t *nb)
+{
+    *nb = 0;
+    const size_t cap = (size_t)r->nbuckets + k + 1;
+    a->noffs = seen__malloc(3 * cap * sizeof *a->noffs);
+    if (a->noffs == NULL)
+        return SEEN_ERR_NOMEM;
+    a->nfirsts = a->noffs + cap;
+    a->lows = a->nfirsts + cap;
+    for (uint32_t j = 0; j < r->nbuckets; j++) {
+        a->noffs[j] = f->noffs[j];
+        a->nfirsts[j] = f->nfirsts[j];
+        a->lows[j] = f->lows ? f->lows[j] : bucket_lo(r, j);
+    }
+    uint32_t j = r->nbuckets - 1;
+    uint64_t count = f->nfirsts[r->nbuckets]; /* values written so far */
+    const uint64_t per = (r->n + r->nbuckets - 1) / r->nbuckets;
+    uint64_t in_bucket = count - a->nfirsts[j];
+    uint64_t prev = r->base + r->span;
+    for (size_t i = 0; i < k; i++) {
+        uint64_t gap = vals[i] - prev - 1;
+        uint64_t q = g->m > 1 ? seen__div(mdiv, gap) : gap;
+        if (in_bucket >= per || q > SEEN_WITH_MAX_QUOTIENT) {
+            j++;
+            a->noffs[j] = aw_bits(w);
+            a->nfirsts[j] = count;
+            a->lows[j] = vals[i];
+            in_bucket = 0;
+            gap = 0;
+        }
+        if (w->byte + (q + 130) / 8 + 16 > w->cap && !seen__aw_reserve(w, q + 130))
+            return SEEN_ERR_NOMEM;
+        golomb_put(w, g, mdiv, gap);
+        prev = vals[i];
+        count++;
+        in_bucket++;
+    }
+    a->noffs[j + 1] = aw_bits(w);
+    a->nfirsts[j + 1] = count;
+    *nb = j + 1;
+    return SEEN_OK;
+}
 
 seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
                         uint32_t tag, size_t *held, bool *applies)
@@ -361,20 +424,32 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
         return SEEN_OK;
     /* A run of one bucket cut by value (a small set's) takes values past
      * its ends too: its base and span move, and no other bucket's base
-     * depends on them.  Others keep both. */
+     * depends on them. */
     uint64_t base = r->base, top = r->base + r->span;
     if (r->nbuckets == 1 && !run_ranked(r)) {
         base = vals[0] < base ? vals[0] : base;
         top = vals[k - 1] > top ? vals[k - 1] : top;
     }
+    /* A run of several buckets takes values past its top by appending
+     * them (append_past_top): integer ids handed out in sequence arrive
+     * there, and a rebuild for each flush cost the whole run. */
+    size_t past = 0;
+    while (r->nbuckets > 1 && past < k && vals[k - 1 - past] > top)
+        past++;
+    const uint64_t new_top = past ? vals[k - 1] : top;
     /* A run grown to the size Elias-Fano codes is rebuilt as one. */
-    if (vals[0] < base || vals[k - 1] > top || n2 > UINT32_MAX ||
-        !nbuckets_allowed(n2, r->nbuckets) || seen__ef_wanted(r->c, n2, top - base, true) ||
-        (n2 >= SEEN_LARGE_RUN && n2 > (uint64_t)r->nbuckets * SEEN_BUCKET_ITEMS))
+    if (vals[0] < base || n2 > UINT32_MAX || seen__ef_wanted(r->c, n2, new_top - base, true))
+        return SEEN_OK;
+    if (past == 0 && (!nbuckets_allowed(n2, r->nbuckets) ||
+                      (n2 >= SEEN_LARGE_RUN && n2 > (uint64_t)r->nbuckets * SEEN_BUCKET_ITEMS)))
+        return SEEN_OK;
+    /* Appending needs the run's last value, which is its top unless a
+     * delete took it; and a Golomb parameter that suits the new values. */
+    if (past && (r->loose_ends || !seen__golomb_keeps(r->golomb_m, past, new_top - top)))
         return SEEN_OK;
     /* The Golomb parameter stays while it codes the new size within
      * ~0.03 bit of the best; past that a rebuild's codes are shorter. */
-    if (!run_ranked(r) && !seen__golomb_keeps(r->golomb_m, n2, top - base))
+    if (!run_ranked(r) && !seen__golomb_keeps(r->golomb_m, n2, new_top - base))
         return SEEN_OK;
     seen__golomb g;
     seen__golomb_init(&g, r->golomb_m);
@@ -382,6 +457,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     seen__divider_init(&mdiv, r->golomb_m);
     edit_frame f;
     f.offs = NULL;
+    append_frame app = {NULL, NULL, NULL};
     acc_writer w = {0};
     seen_err err = SEEN_ERR_NOMEM;
     /* With tags: how many of the run's values precede each new one. */
@@ -498,14 +574,29 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     noffs[r->nbuckets] = aw_bits(&w);
     nfirsts[r->nbuckets] = r->n + added;
     seen__run nr = *r;
+    if (past) {
+        uint32_t nb = 0;
+        err = append_past_top(r, &f, &w, &g, &mdiv, vals + (k - past), past, &app, &nb);
+        if (err != SEEN_OK || nb == 0)
+            goto done;
+        for (size_t i = 0; ins && i < past; i++)
+            ins[nins++] = r->n; /* after every old value */
+        added += past;
+        noffs = app.noffs, nfirsts = app.nfirsts, lows = app.lows;
+        nr.nbuckets = nb;
+        nr.bucket_w = 0;
+        top = new_top;
+        err = SEEN_ERR_NOMEM;
+    }
     nr.base = base;
     nr.span = top - base;
     nr.mem = NULL;
     nr.tail = NULL;
     nr.tail_bit = 0;
     nr.n = (uint32_t)(r->n + added);
-    nr.code_bits = noffs[r->nbuckets];
-    if (nr.code_bits > SEEN_MAX_CODE_BITS) {
+    nr.code_bits = noffs[nr.nbuckets];
+    if (nr.code_bits > SEEN_MAX_CODE_BITS || !nbuckets_allowed(nr.n, nr.nbuckets) ||
+        (nr.n >= SEEN_LARGE_RUN && nr.n > (uint64_t)nr.nbuckets * SEEN_BUCKET_ITEMS)) {
         err = SEEN_OK;
         goto done;
     }
@@ -528,6 +619,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     *applies = true;
 done:
     edit_frame_free(&f);
+    seen__free(app.noffs);
     seen__free(w.buf);
     if (ins != ins_small)
         seen__free(ins);

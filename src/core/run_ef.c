@@ -1057,8 +1057,10 @@ static uint64_t ef_rank(const seen__run *r, const lows *lw, uint64_t x, bool *ha
  * high parts below it and the values of its own that are smaller) and its
  * L bits into the lows; the bits between are copied as they are.  Linear in
  * the run's bits, but a copy of them: a flush into a run of 20,000 values
- * cost a decode and an encode of all of them.  The run keeps base, span and
- * L, so a value past either end, or a count that calls for another L,
+ * cost a decode and an encode of all of them.  The run keeps base and L;
+ * values past its span extend it, their ones after the old uppers (integer
+ * ids handed out in sequence arrive there, and each flush rebuilt the
+ * run).  A value below base, or a count or span that calls for another L,
  * rebuilds instead (*applies false), as does a value the run holds already
  * when it has several segments (it would move to the newer one).
  */
@@ -1067,7 +1069,7 @@ seen_err seen__ef_with(seen__run *out, const seen__run *r, const uint64_t *vals,
 {
     *held = 0;
     *applies = false;
-    if (k == 0 || tag >= r->nsegs || vals[0] < r->base || vals[k - 1] - r->base > r->span)
+    if (k == 0 || tag >= r->nsegs || vals[0] < r->base)
         return SEEN_OK;
     const lows lw = lows_of(r);
     /* Where each new value goes among the old ones; held ones drop out. */
@@ -1080,26 +1082,31 @@ seen_err seen__ef_with(seen__run *out, const seen__run *r, const uint64_t *vals,
     nr.mem = NULL;
     if (rank == NULL || fresh == NULL)
         goto done;
-    size_t m = 0;
+    /* Values past the span go after every old one (`inside` values do
+     * not): the run grows its span, keeping base and L. */
+    size_t m = 0, inside = 0;
     for (size_t i = 0; i < k; i++) {
         const uint64_t x = vals[i] - r->base;
-        bool has;
-        const uint64_t at = ef_rank(r, &lw, x, &has);
+        bool has = false;
+        const uint64_t at = x > r->span ? r->n : ef_rank(r, &lw, x, &has);
         if (has) {
             (*held)++;
             continue;
         }
+        inside += x <= r->span;
         rank[m] = at;
         fresh[m++] = x;
     }
     err = SEEN_OK;
     const uint64_t n2 = (uint64_t)r->n + m;
-    if ((r->nsegs > 1 && *held > 0) || n2 > UINT32_MAX ||
-        !seen__ef_wanted(r->c, n2, r->span, true) || seen__ef_low_bits(n2, r->span) != r->ef.low)
+    const uint64_t span2 = m > inside ? fresh[m - 1] : r->span;
+    if ((r->nsegs > 1 && *held > 0) || n2 > UINT32_MAX || !seen__ef_wanted(r->c, n2, span2, true) ||
+        seen__ef_low_bits(n2, span2) != r->ef.low)
         goto done;
     nr.tail = NULL;
     nr.tail_bit = 0;
     nr.n = (uint32_t)n2;
+    nr.span = span2;
     nr.code_bits = ef_ups_bits(&nr) + n2 * r->ef.low;
     if (nr.code_bits > SEEN_MAX_CODE_BITS)
         goto done;
@@ -1113,11 +1120,26 @@ seen_err seen__ef_with(seen__run *out, const seen__run *r, const uint64_t *vals,
      * each new value. */
     uint64_t from = 0;
     bool ok = true;
-    for (size_t i = 0; i < m && ok; i++) {
+    for (size_t i = 0; i < inside && ok; i++) {
         const uint64_t at = (fresh[i] >> l) + rank[i];
         ok = seen__aw_copy(&w, lw.codes, from, at - from);
         aw_put(&w, 1, 1);
         from = at;
+    }
+    if (m > inside) {
+        /* The old uppers to their end (the last old value's one), then each
+         * appended value's one at its high part plus its place. */
+        ok = ok && seen__aw_copy(&w, lw.codes, from, r->n + highs(r) - from);
+        for (size_t i = inside; i < m && ok; i++) {
+            const uint64_t at = (fresh[i] >> l) + r->n + i;
+            for (uint64_t zeros = at - aw_bits(&w); zeros > 0;) {
+                const unsigned step = zeros > 48 ? 48 : (unsigned)zeros;
+                aw_put(&w, 0, step);
+                zeros -= step;
+            }
+            aw_put(&w, 1, 1);
+        }
+        from = r->n + highs(r);
     }
     ok = ok && finish_uppers(&w, r, &lw, from, &nr);
     /* Lows: the old ones, each new low before old value rank. */

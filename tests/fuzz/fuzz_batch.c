@@ -1,7 +1,8 @@
 /*
  * fuzz_batch.c — libFuzzer target for operation programs that reach the
  * states a key lives through, not only the steady one: batches of up to
- * thousands of items, narrow, wide and clustered ids, times spread over
+ * thousands of items, narrow, wide and clustered ids, ids handed out in
+ * sequence, times spread over
  * several windows in time order, reverse or at random (imports), time
  * jumps of months, capacities with re-adds, removes, prepared queries
  * against several sets, copies and expiry.  After every operation the set
@@ -54,8 +55,13 @@ static void fill_ids(batch *b, fuzz_input *in, rng *r, size_t n, uint64_t *fresh
                    an exact set are then cut by rank) */
             b->ids[i] = rng_below(r, 256) == 0 ? rng_next(r) : 2700000 + base + rng_below(r, 400);
             break;
-        default: /* the same n - 1 ids each time, and one new */
-            b->ids[i] = i + 1 < n ? i + 1 : 1000000 + (*fresh)++;
+        default:
+            if (mode & 8) { /* new ids in sequence, a few apart: each batch past the last */
+                *fresh += 1 + rng_below(r, 3);
+                b->ids[i] = 1000000 + *fresh;
+            } else { /* the same n - 1 ids each time, and one new */
+                b->ids[i] = i + 1 < n ? i + 1 : 1000000 + (*fresh)++;
+            }
             break;
         }
         make_str(&b->items[i], b->ids[i]);

@@ -152,6 +152,17 @@ static void write_batch_programs(const char *root)
     prog[n++] = 0x80, prog[n++] = 100, prog[n++] = 1, prog[n++] = 0, prog[n++] = 3;
     prog[n++] = 0x84, prog[n++] = 20, prog[n++] = 1, prog[n++] = 0;
     write_file(dir, "raw-int-keys-then-wide", prog, n);
+    /* The same policy: 100 pages of 20 ids handed out in sequence, a few
+     * hours apart, so each flush lands past the top of the run that takes
+     * it (appended in place), then queries. */
+    n = 0;
+    prog[n++] = 4, prog[n++] = 3, prog[n++] = 3 + 8;
+    for (int k = 0; k < 100; k++) {
+        prog[n++] = 0, prog[n++] = 19, prog[n++] = 9, prog[n++] = 0, prog[n++] = 0;
+        prog[n++] = 5, prog[n++] = 10;
+    }
+    prog[n++] = 0x84, prog[n++] = 20, prog[n++] = 4, prog[n++] = 0;
+    write_file(dir, "int-ids-in-sequence", prog, n);
 }
 
 int main(int argc, char **argv)

@@ -97,6 +97,9 @@ static size_t make_values(rng *r, int shape, size_t n, uint64_t *v)
 /* In-place adds that applied, over all runs checked (reported, and must
  * not be none). */
 static int in_place_adds, widened_adds, ef_adds_in_place;
+/* In-place adds past the top of a Golomb run of several buckets, and of
+ * an Elias-Fano run. */
+static int appended_adds, ef_appended_adds;
 
 /* Encodes, decodes, looks up, clones and corrupts one run, Golomb-coded
  * or (ef) Elias-Fano; true if the run was stored in two blocks. */
@@ -365,15 +368,27 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
             add[at] = x;
             k++;
         }
+        /* Half the time, values past the top too, at about the run's
+         * density (ids handed out in sequence arrive there): a run of
+         * several buckets appends them. */
+        const uint64_t spacing = (v[n - 1] - v[0]) / (n - 1);
+        for (uint64_t x = v[n - 1]; rng_below(r, 2) == 0 && k < 14;) {
+            uint64_t step = 1 + rng_below(r, 2 * spacing + 1);
+            if (x > UINT64_MAX - step || (k > 0 && add[k - 1] > x))
+                break;
+            x += step;
+            add[k++] = x;
+        }
         size_t held = 0, want_held = 0;
         bool applies = false;
         seen__run grown;
         assert_int_equal(seen__run_with(&grown, &run, add, k, tag, &held, &applies), SEEN_OK);
-        /* An Elias-Fano run keeps its ends and its low bits: values past
-         * an end, or a count calling for other low bits, rebuild it. */
-        if (ef && (add[0] < v[0] || add[k - 1] > v[n - 1] ||
-                   seen__ef_low_bits(n + k, run.span) != run.ef.low ||
-                   !seen__ef_wanted(run.c, n + k, run.span, true)))
+        /* An Elias-Fano run keeps its base and its low bits: a value
+         * below base, or a count and span calling for other low bits,
+         * rebuild it; values past the top extend it. */
+        const uint64_t top_after = add[k - 1] > v[n - 1] ? add[k - 1] - run.base : run.span;
+        if (ef && (add[0] < v[0] || seen__ef_low_bits(n + k, top_after) != run.ef.low ||
+                   !seen__ef_wanted(run.c, n + k, top_after, true)))
             assert_false(applies);
         bool holds_one = false;
         for (size_t a = 0, i = 0; a < k; a++) {
@@ -391,6 +406,8 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
             uint64_t hi = add[k - 1] > v[n - 1] ? add[k - 1] : run.base + run.span;
             assert_true(grown.base == lo && grown.span == hi - lo);
             widened_adds += lo != run.base || hi != run.base + run.span;
+            appended_adds += !ef && run.nbuckets > 1 && hi != run.base + run.span;
+            ef_appended_adds += ef && hi != run.base + run.span;
             uint64_t *all = malloc((n + k) * sizeof *all);
             uint16_t *all_tags = malloc((n + k) * sizeof *all_tags);
             size_t m = 0, i = 0, a = 0;
@@ -540,6 +557,91 @@ static void test_run_widens(void **state)
     }
 }
 
+/* Pages of values past a run's top, as ids handed out in sequence arrive:
+ * a Golomb run of several buckets and an Elias-Fano run take them in
+ * place (appending buckets to the first), a page with a far jump too or by
+ * a rebuild; every state validates, decodes to the model and finds the new
+ * values with their tags. */
+static void test_run_appends(void **state)
+{
+    (void)state;
+    rng r = {test_seed("appends", 11)};
+    for (int ef = 0; ef < 2; ef++) {
+        const size_t n0 = ef ? 20000 : 3000, pages = 120;
+        const size_t cap = n0 + pages * 20;
+        uint64_t *v = malloc(cap * sizeof *v), *got = malloc(cap * sizeof *got);
+        uint16_t *t = malloc(cap * sizeof *t), *got_t = malloc(cap * sizeof *got_t);
+        uint32_t ids[3] = {4, 5, 6};
+        const uint32_t nsegs = 1 + (uint32_t)rng_below(&r, 3);
+        size_t n = 0;
+        for (uint64_t x = 1000000; n < n0; n++) {
+            x += 1 + rng_below(&r, 3);
+            v[n] = x;
+            t[n] = (uint16_t)rng_below(&r, nsegs);
+        }
+        seen__run run;
+        assert_int_equal(ef ? seen__ef_encode(&run, 1, v, t, n, ids, nsegs)
+                            : seen__run_encode(&run, 1, v, t, n, ids, nsegs, 0),
+                         SEEN_OK);
+        assert_int_equal(seen__run_is_ef(&run), ef);
+        const uint32_t buckets0 = run.nbuckets;
+        int in_place = 0;
+        for (size_t p = 0; p < pages; p++) {
+            uint64_t add[20];
+            const uint32_t tag = (uint32_t)rng_below(&r, nsegs);
+            uint64_t x = v[n - 1];
+            for (size_t i = 0; i < 20; i++) {
+                /* Now and then one far ahead: a gap no Golomb code suits. */
+                x += p % 37 == 36 && i == 10 ? UINT64_C(1000000000) : 1 + rng_below(&r, 3);
+                add[i] = x;
+            }
+            size_t held = 0;
+            bool applies = false;
+            seen__run grown;
+            assert_int_equal(seen__run_with(&grown, &run, add, 20, tag, &held, &applies), SEEN_OK);
+            for (size_t i = 0; i < 20; i++, n++) {
+                v[n] = add[i];
+                t[n] = (uint16_t)tag;
+            }
+            if (!applies) /* what a flush then does */
+                assert_int_equal(ef ? seen__ef_encode(&grown, 1, v, t, n, ids, nsegs)
+                                    : seen__run_encode(&grown, 1, v, t, n, ids, nsegs, 0),
+                                 SEEN_OK);
+            in_place += applies;
+            assert_int_equal(held, 0);
+            assert_int_equal(seen__run_validate(&grown), SEEN_OK);
+            assert_true(seen__run_ends_exact(&grown));
+            assert_int_equal(grown.n, n);
+            seen__run_decode(&grown, got, got_t);
+            assert_memory_equal(got, v, n * sizeof *v);
+            assert_memory_equal(got_t, t, n * sizeof *t);
+            for (size_t i = 0; i < 20; i++) {
+                const seen__run *one[1] = {&grown};
+                int got_tag;
+                seen__run_lookup_many(one, &add[i], 1, &got_tag);
+                assert_int_equal(got_tag, (int)tag);
+                uint64_t absent = add[i] + 1;
+                if (i + 1 < 20 && absent < add[i + 1]) {
+                    seen__run_lookup_many(one, &absent, 1, &got_tag);
+                    assert_int_equal(got_tag, -1);
+                }
+            }
+            seen__run_release(&run);
+            run = grown;
+        }
+        fprintf(stderr, "[stat] appends (%s): %d of %zu pages in place, buckets %u -> %u\n",
+                ef ? "Elias-Fano" : "Golomb", in_place, pages, buckets0, run.nbuckets);
+        /* Most pages go in place; a Golomb run opens buckets as it grows. */
+        assert_true(in_place * 10 >= (int)pages * 8);
+        assert_true(ef || run.nbuckets > buckets0 + 10);
+        seen__run_release(&run);
+        free(v);
+        free(got);
+        free(t);
+        free(got_t);
+    }
+}
+
 static void test_runs(void **state)
 {
     (void)state;
@@ -603,6 +705,9 @@ static void test_runs(void **state)
     assert_true(general_runs > 10);
     fprintf(stderr, "[stat] runs: %d adds to Elias-Fano runs in place\n", ef_adds_in_place);
     assert_true(ef_adds_in_place > 0);
+    fprintf(stderr, "[stat] runs: %d in-place adds past the top (%d Elias-Fano)\n", appended_adds,
+            ef_appended_adds);
+    assert_true(appended_adds > 0 && ef_appended_adds > 0);
     fprintf(stderr, "[stat] runs: %d deletes from Elias-Fano runs in place\n", ef_deletes_in_place);
     assert_true(ef_deletes_in_place > 0);
     seen_set_allocator(NULL);
@@ -666,9 +771,8 @@ static void test_sort(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_divider),
-        cmocka_unit_test(test_runs),
-        cmocka_unit_test(test_run_widens),
+        cmocka_unit_test(test_divider),    cmocka_unit_test(test_runs),
+        cmocka_unit_test(test_run_widens), cmocka_unit_test(test_run_appends),
         cmocka_unit_test(test_sort),
     };
     return cmocka_run_group_tests_name("core building blocks", tests, NULL, NULL);
