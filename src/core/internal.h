@@ -145,6 +145,9 @@
 #define SEEN_RAW_KEYS_OVERHEAD_BITS 2.5
 #define SEEN_RAW_KEYS_MEASURED 64u
 #define SEEN_RAW_KEYS_SAMPLE 256u
+/* A set keyed by raw ids asks whether to leave its exact phase as its head
+ * passes each multiple of this many entries (seen__need_flush). */
+#define SEEN_RAW_KEYS_CHECK_EVERY 8u
 #define SEEN_RAW_KEYS_MAX (1u << 20)
 /* Items older than this before a write's `now` (or than one slice, if
  * shorter) make the write an import: a feed's own events lag by seconds. */

@@ -37,6 +37,15 @@ static seen_policy int_policy(uint64_t window_ms)
     return p;
 }
 
+/* A new IDS INT set of the default policy with this window. */
+static seen_set *new_int_set(uint64_t window_ms)
+{
+    seen_policy p = int_policy(window_ms);
+    seen_set *s = NULL;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    return s;
+}
+
 /* The set as a loader gives it back (and the same bytes again). */
 static seen_set *reloaded(seen_set *s)
 {
@@ -144,6 +153,33 @@ static void test_wide_ids_leave_raw_keys(void **state)
     seen_free(mixed);
 }
 
+/* A session of catalogue ids, then a write of wide ones the set keeps
+ * raw at first: the next write that adds nothing to the head (an expiry,
+ * as the server's compaction runs) weighs the runs again and mixes them.
+ * Writes that add to the head weigh it only now and then; this one must
+ * still ask. */
+static void test_expiry_leaves_raw_keys_when_due(void **state)
+{
+    (void)state;
+    rng r = {test_seed("raw-expiry", 9)};
+    seen_set *s = new_int_set(10 * MINUTE);
+    uint64_t ids[40];
+    for (int pg = 0; pg < 15; pg++) {
+        for (int i = 0; i < 20; i++)
+            ids[i] = 2700000 + rng_below(&r, 400000);
+        assert_int_equal(seen_add_int(s, ids, 20, NULL, T0 + pg * 1000, NULL), SEEN_OK);
+        assert_true(s->raw_keys);
+    }
+    for (int i = 0; i < 40; i++)
+        ids[i] = rng_next(&r) >> 2;
+    assert_int_equal(seen_add_int(s, ids, 40, NULL, T0 + 20000, NULL), SEEN_OK);
+    assert_int_equal(seen_expire(s, T0 + 21000), SEEN_OK);
+    assert_false(s->raw_keys);
+    for (int i = 0; i < 40; i++)
+        assert_true(set_sees(s, ids[i], T0 + 21000));
+    seen_free(s);
+}
+
 /* Ids handed out in sequence (a catalogue growing at its end): every page
  * lies past what the runs hold, yet costs only the small gaps it opens.
  * 100,000 of them over 90 days stay exact at a third of the bytes of
@@ -190,9 +226,7 @@ static void test_raw_keys_leave_at_their_limit(void **state)
 {
     (void)state;
     rng r = {test_seed("raw-limit", 8)};
-    seen_policy p = int_policy(90 * DAY);
-    seen_set *s;
-    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    seen_set *s = new_int_set(90 * DAY);
     enum { PAGE = 8192 };
     const size_t n = SEEN_RAW_KEYS_MAX + 4 * PAGE;
     uint64_t *ids = malloc(n * sizeof *ids);
@@ -210,7 +244,7 @@ static void test_raw_keys_leave_at_their_limit(void **state)
     fprintf(stderr, "[stat] sequential ids: raw keys until %zu entries\n", left_at);
     assert_true(left_at > SEEN_RAW_KEYS_MAX && left_at <= SEEN_RAW_KEYS_MAX + PAGE);
     assert_int_equal(seen__set_check(s), SEEN_OK);
-    assert_true(seen_fpr_estimate(s) <= p.error);
+    assert_true(seen_fpr_estimate(s) <= seen_get_policy(s)->error);
     s = reloaded(s);
     const int64_t now = T0 + 90 * DAY - 1;
     uint8_t *seen = calloc(n, 1);
@@ -231,7 +265,7 @@ static void test_raw_keys_leave_at_their_limit(void **state)
     for (size_t i = 0; i < FRESH; i++)
         fp += seen[i];
     fprintf(stderr, "[stat] after mixing: %zu false positives of %d fresh ids\n", fp, FRESH);
-    assert_true((double)fp <= 2.0 * p.error * FRESH + 20.0);
+    assert_true((double)fp <= 2.0 * seen_get_policy(s)->error * FRESH + 20.0);
     free(fresh);
     free(seen);
     free(ids);
@@ -347,6 +381,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_catalogue_ids_stay_exact),
         cmocka_unit_test(test_wide_ids_leave_raw_keys),
+        cmocka_unit_test(test_expiry_leaves_raw_keys_when_due),
         cmocka_unit_test(test_sequential_ids_stay_exact),
         cmocka_unit_test(test_raw_keys_leave_at_their_limit),
         cmocka_unit_test(test_raw_keys_against_model),
