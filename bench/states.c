@@ -218,6 +218,49 @@ static uint64_t rnd(void)
     return splitmix64(&rng_state);
 }
 
+/* The ids a key is written with: strings, which the set hashes, or
+ * integer ids (IDS INT) as a catalogue hands them out — new items in
+ * publication order, a fixed catalogue in no order, or random 64-bit ids. */
+typedef enum id_kind { IDS_STR, IDS_SEQUENTIAL, IDS_CATALOGUE, IDS_RANDOM } id_kind;
+static id_kind ids_kind = IDS_STR;
+
+#define SEQUENTIAL_BASE UINT64_C(1000000)
+/* A catalogue of 2^22 ids from 2,700,000 on, each written once at most,
+ * visited in the order an odd multiplier gives (a permutation). */
+#define CATALOGUE_BASE UINT64_C(2700000)
+#define CATALOGUE_MASK ((UINT64_C(1) << 22) - 1)
+#define CATALOGUE_STEP UINT64_C(2654435761)
+/* Sequence numbers of never-written integer ids: past what the patterns
+ * driven with integer ids write (under 700,000), inside the catalogue. */
+#define INT_FRESH_FROM UINT64_C(3500000)
+#define INT_FRESH_SPAN UINT64_C(600000)
+
+/* The integer id written with sequence number seq. */
+static uint64_t int_id(uint64_t seq)
+{
+    switch (ids_kind) {
+    case IDS_SEQUENTIAL:
+        return SEQUENTIAL_BASE + seq;
+    case IDS_CATALOGUE:
+        return CATALOGUE_BASE + ((seq * CATALOGUE_STEP) & CATALOGUE_MASK);
+    default: {
+        uint64_t x = seq;
+        return splitmix64(&x); /* a bijection of seq */
+    }
+    }
+}
+
+/* An integer id never written. */
+static uint64_t int_fresh(void)
+{
+    return int_id(INT_FRESH_FROM + rnd() % INT_FRESH_SPAN);
+}
+
+static uint64_t int_hash(uint64_t id)
+{
+    return XXH3_64bits(&id, sizeof id);
+}
+
 /* Read every candidate's bytes, as a server has just received them, so
  * each method starts with the batch in cache. */
 static volatile unsigned touched;
@@ -240,14 +283,16 @@ static void measure_queries(seen_set *s, int64_t now, uint64_t first, uint64_t l
 {
     static char ids[QUERY_BATCHES * QUERY_BATCH][ID_LEN + 1];
     static seen_str batch[QUERY_BATCHES * QUERY_BATCH];
+    static uint64_t ints[QUERY_BATCHES * QUERY_BATCH];
     static bool live[QUERY_BATCHES * QUERY_BATCH];
     static uint8_t flags[QUERY_BATCH];
+    const bool by_int = ids_kind != IDS_STR;
     char id[ID_LEN + 1];
     hset h;
     hset_init(&h, (size_t)(end - first));
     for (uint64_t q = first; q < end; q++) {
         id_of(id, q);
-        hset_add(&h, XXH3_64bits(id, ID_LEN));
+        hset_add(&h, by_int ? int_hash(int_id(q)) : XXH3_64bits(id, ID_LEN));
     }
     for (size_t i = 0; i < QUERY_BATCHES * QUERY_BATCH; i++) {
         live[i] = i % 10 == 0;
@@ -257,23 +302,31 @@ static void measure_queries(seen_set *s, int64_t now, uint64_t first, uint64_t l
         /* Never written: sequence numbers far past any pattern's. */
         id_of(ids[i], live[i] ? q : UINT64_C(100000000000000000) + rnd() % UINT64_C(1000000000000));
         batch[i] = (seen_str){ids[i], ID_LEN};
+        if (by_int) /* string runs draw as they always have */
+            ints[i] = live[i] ? int_id(q) : int_fresh();
     }
     double t_seen[QUERY_REPS], t_hset[QUERY_REPS];
     uint64_t fresh = 0, fp = 0;
     for (int k = 0; k < QUERY_REPS; k++) {
         const size_t at = (size_t)(k % QUERY_BATCHES) * QUERY_BATCH;
         const seen_str *b = batch + at;
-        memset(flags, 0, sizeof flags); /* seen_filter_str only sets the seen */
+        const uint64_t *bi = ints + at;
+        memset(flags, 0, sizeof flags); /* seen_filter_* only set the seen */
         touch(b, QUERY_BATCH);
         double t0 = now_s();
-        if (seen_filter_str(s, b, QUERY_BATCH, now, flags) != SEEN_OK)
+        if ((by_int ? seen_filter_int(s, bi, QUERY_BATCH, now, flags)
+                    : seen_filter_str(s, b, QUERY_BATCH, now, flags)) != SEEN_OK)
             exit(1);
         double t1 = now_s();
         touch(b, QUERY_BATCH);
         size_t hits = 0;
         double t2 = now_s();
-        for (size_t i = 0; i < QUERY_BATCH; i++)
-            hits += (size_t)hset_has(&h, XXH3_64bits(b[i].ptr, b[i].len));
+        if (by_int) /* two loops: a test per candidate would slow the baseline */
+            for (size_t i = 0; i < QUERY_BATCH; i++)
+                hits += (size_t)hset_has(&h, int_hash(bi[i]));
+        else
+            for (size_t i = 0; i < QUERY_BATCH; i++)
+                hits += (size_t)hset_has(&h, XXH3_64bits(b[i].ptr, b[i].len));
         double t3 = now_s();
         touched += (unsigned)hits;
         t_seen[k] = t1 - t0;
@@ -343,6 +396,7 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
     p.window_ms = (uint64_t)pc->window_days * (uint64_t)DAY;
     p.capacity = pc->capacity;
     p.error = ERROR;
+    p.ids = ids_kind == IDS_STR ? SEEN_IDS_STR : SEEN_IDS_INT;
     seen_set *s;
     if (seen_create(&p, &s) != SEEN_OK)
         exit(1);
@@ -365,6 +419,8 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
         exit(1);
     char ids[PAGE][ID_LEN + 1];
     seen_str page[PAGE];
+    uint64_t page_int[PAGE];
+    const bool by_int = ids_kind != IDS_STR;
     seen_run_info runs[64];
     double carry = 0, runs_sum = 0, bits_sum = 0;
     unsigned samples = 0, bit_samples = 0;
@@ -380,19 +436,25 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
             for (int i = 0; i < PAGE; i++) {
                 id_of(ids[i], o.written + (uint64_t)i);
                 page[i] = (seen_str){ids[i], ID_LEN};
+                page_int[i] = int_id(o.written + (uint64_t)i);
             }
             size_t added = PAGE;
             const double t0 = now_s();
-            if (seen_add_str(s, page, PAGE, NULL, at, &added) != SEEN_OK)
+            if ((by_int ? seen_add_int(s, page_int, PAGE, NULL, at, &added)
+                        : seen_add_str(s, page, PAGE, NULL, at, &added)) != SEEN_OK)
                 o.refused++;
             const double t1 = now_s();
+            if (by_int)
+                for (int i = 0; i < PAGE; i++)
+                    hset_add(&h, int_hash(page_int[i]));
+            else
+                for (int i = 0; i < PAGE; i++)
+                    hset_add(&h, XXH3_64bits(page[i].ptr, page[i].len));
+            const double t2 = now_s();
             o.add_fp += PAGE - added;
             const double bound = seen_fpr_estimate(s) / ERROR;
             if (bound > o.bound_most)
                 o.bound_most = bound;
-            for (int i = 0; i < PAGE; i++)
-                hset_add(&h, XXH3_64bits(page[i].ptr, page[i].len));
-            const double t2 = now_s();
             page_t[npages++] = t1 - t0;
             t_pages += t1 - t0;
             t_hset += t2 - t1;
@@ -482,6 +544,35 @@ static void print_row(FILE *out, const char *lead, const outcome *o)
     fflush(out);
 }
 
+/* What every key's walk found, summed: any of it fails the run. */
+typedef struct totals {
+    unsigned refused;
+    uint64_t false_negatives;
+    unsigned over_bound; /* keys over the false-positive bound */
+    unsigned reloads, reload_failures;
+} totals;
+
+static void record(FILE *out, const char *lead, outcome o, totals *t)
+{
+    t->refused += o.refused;
+    t->false_negatives += o.false_negatives;
+    t->over_bound += too_many_false_positives(o.false_positives, o.fresh) ||
+                     too_many_false_positives(o.add_fp, o.written) || over_budget(o.bound_most);
+    t->reloads += o.reloads;
+    t->reload_failures += o.reload_failures;
+    print_row(out, lead, &o);
+}
+
+/* The integer ids keys are driven with (through other_patterns). */
+static const struct {
+    id_kind kind;
+    const char *name;
+} int_kinds[] = {
+    {IDS_SEQUENTIAL, "new items in publication order"},
+    {IDS_CATALOGUE, "a catalogue of 4 million, in no order"},
+    {IDS_RANDOM, "random 64-bit"},
+};
+
 int main(int argc, char **argv)
 {
     bool short_form = argc > 1 && strcmp(argv[1], "--short") == 0;
@@ -516,23 +607,12 @@ int main(int argc, char **argv)
             "set's own bound on its rate (its runs' n·c / 2^64) over the error; above 1 fails.\n\n",
             short_form ? "make test-states" : "make bench-states", PAGE, query_every, QUERY_BATCH);
     print_header(out, "pattern (items a day) | slices", "--- | ---:");
-    unsigned refused = 0;
-    uint64_t false_negatives = 0;
-    unsigned over_bound = 0; /* keys with more false positives than the bound explains */
-    unsigned reloads = 0, reload_failures = 0;
+    totals t = {0};
     char lead[160];
     for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
         for (size_t j = 0; j < nslice_counts; j++) {
-            outcome o = drive(&patterns[i], slice_counts[j], &default_policy);
-            refused += o.refused;
-            false_negatives += o.false_negatives;
-            over_bound += too_many_false_positives(o.false_positives, o.fresh) ||
-                          too_many_false_positives(o.add_fp, o.written) ||
-                          over_budget(o.bound_most);
-            reloads += o.reloads;
-            reload_failures += o.reload_failures;
             snprintf(lead, sizeof lead, "%s | %u", patterns[i].name, slice_counts[j]);
-            print_row(out, lead, &o);
+            record(out, lead, drive(&patterns[i], slice_counts[j], &default_policy), &t);
         }
     }
     fprintf(out, "\nOther policies, in 4 slices (error 0.001); live items are those the policy "
@@ -541,24 +621,29 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof other_policies / sizeof other_policies[0]; i++) {
         for (size_t j = 0; j < sizeof other_patterns / sizeof other_patterns[0]; j++) {
             const pattern *pt = &patterns[other_patterns[j]];
-            outcome o = drive(pt, 4, &other_policies[i]);
-            refused += o.refused;
-            false_negatives += o.false_negatives;
-            over_bound += too_many_false_positives(o.false_positives, o.fresh) ||
-                          too_many_false_positives(o.add_fp, o.written) ||
-                          over_budget(o.bound_most);
-            reloads += o.reloads;
-            reload_failures += o.reload_failures;
             snprintf(lead, sizeof lead, "%s | %s", other_policies[i].name, pt->name);
-            print_row(out, lead, &o);
+            record(out, lead, drive(pt, 4, &other_policies[i]), &t);
         }
     }
+    fprintf(out, "\nInteger ids (`IDS INT`), 90 days in 4 slices (error 0.001): a key keeps "
+                 "dense ids as they are, exactly, while that is smaller than fingerprints, "
+                 "and random ones as fingerprints:\n\n");
+    print_header(out, "ids | pattern (items a day)", "--- | ---");
+    for (size_t i = 0; i < sizeof int_kinds / sizeof int_kinds[0]; i++) {
+        for (size_t j = 0; j < sizeof other_patterns / sizeof other_patterns[0]; j++) {
+            const pattern *pt = &patterns[other_patterns[j]];
+            ids_kind = int_kinds[i].kind;
+            snprintf(lead, sizeof lead, "%s | %s", int_kinds[i].name, pt->name);
+            record(out, lead, drive(pt, 4, &default_policy), &t);
+        }
+    }
+    ids_kind = IDS_STR;
     fprintf(out,
             "\n%u writes refused, %llu false negatives, %u keys over the false-positive "
             "bound and %u of %u reloads refused or changed in all; %ld s.\n",
-            refused, (unsigned long long)false_negatives, over_bound, reload_failures, reloads,
-            (long)(time(NULL) - started));
+            t.refused, (unsigned long long)t.false_negatives, t.over_bound, t.reload_failures,
+            t.reloads, (long)(time(NULL) - started));
     if (out != stdout)
         fclose(out);
-    return refused || false_negatives || over_bound || reload_failures ? 2 : 0;
+    return t.refused || t.false_negatives || t.over_bound || t.reload_failures ? 2 : 0;
 }
