@@ -99,9 +99,29 @@ def run(r, now, seed=1, prefix="w"):
     for page in range(600):
         pipe.execute_command("SEEN.INSERT", k("binge"), "NOW", now - 60000 + page * 50, "ITEMS",
                              *["binge%d-%d" % (page, i) for i in range(20)])
+    # Integer ids handed out in sequence: a month-old import of 8,000, then
+    # pages of 20 now.  Past 1,024 the run that takes the head appends each
+    # page after its codes (a run cut by rank); one id goes from the middle.
+    pipe.execute()
+    seq = random.Random(seed + 1)
+    last, old = 9000000, []
+    for _ in range(8000):
+        last += 1 + seq.randrange(3)
+        old.append(str(last))
+    r.execute_command("SEEN.RESERVE", k("sequence"), "IDS", "INT", "WINDOW", "90d")
+    r.execute_command("SEEN.INSERT", k("sequence"), "AT", now - 30 * DAY, "BULK", bulk(old))
+    r.execute_command("SEEN.COMPACT", k("sequence"))
+    for page in range(120):
+        ids = []
+        for _ in range(20):
+            last += 1 + seq.randrange(3)
+            ids.append(str(last))
+        pipe.execute_command("SEEN.INSERT", k("sequence"), "NOW", now - 60000 + page * 100,
+                             "ITEMS", *ids)
+    pipe.execute_command("SEEN.DEL", k("sequence"), ids[0])
     pipe.execute()
     return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed", "clustered",
-                           "burst", "turned", "binge", "apps", "apps-wide", "dense")]
+                           "burst", "turned", "binge", "apps", "apps-wide", "dense", "sequence")]
 
 
 def candidates(seed=1):
