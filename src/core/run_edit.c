@@ -367,8 +367,8 @@ typedef struct append_frame {
  * a value whose gap would be too wide to code starts one too.  The run
  * comes out cut by rank (its buckets' lows in the index): cut by value,
  * each bucket's place depends on the span, which grows.  *nb receives the
- * bucket count, 0 if the buckets would be too many for the run (then a
- * rebuild is due); a->noffs, nfirsts and lows describe all of them.
+ * bucket count (the caller checks it is one the run may have), and
+ * a->noffs, nfirsts and lows describe all of them.
  */
 static seen_err append_past_top(const seen__run *r, const edit_frame *f, acc_writer *w,
                                 const seen__golomb *g, const seen__divider *mdiv,
@@ -584,7 +584,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     if (past) {
         uint32_t nb = 0;
         err = append_past_top(r, &f, &w, &g, &mdiv, vals + (k - past), past, &app, &nb);
-        if (err != SEEN_OK || nb == 0)
+        if (err != SEEN_OK)
             goto done;
         for (size_t i = 0; ins && i < past; i++)
             ins[nins++] = r->n; /* after every old value */
