@@ -1093,7 +1093,7 @@ static void run_adds(const drv_server *srv, redisContext *ctl, int64_t ts)
         if (k != A_BF || C.bloom)
             dump_population(ctl, k, &dumps[k]);
     }
-    for (int r = 0; r < C.rounds; r++) {
+    for (int r = 0; r < C.add_rounds; r++) {
         for (int k = 0; k < NADDS; k++) {
             if (k == A_BF && C.bloom == NULL)
                 continue;
@@ -1111,7 +1111,7 @@ static void run_adds(const drv_server *srv, redisContext *ctl, int64_t ts)
         for (int k = 0; k < NADDS; k++)
             ADDS[k].ratio[r] = ADDS[k].thr[r] / ADDS[A_SADD].thr[r];
         progress("adds: round %d/%d: SEEN.ADD %.0fk items/s, SADD %.0fk, ZADD %.0fk", r + 1,
-                 C.rounds, ADDS[A_SEEN].thr[r] / 1e3, ADDS[A_SADD].thr[r] / 1e3,
+                 C.add_rounds, ADDS[A_SEEN].thr[r] / 1e3, ADDS[A_SADD].thr[r] / 1e3,
                  ADDS[A_ZADD].thr[r] / 1e3);
     }
     check_add_false_positives(&ctx[A_SEEN]);
@@ -1384,13 +1384,14 @@ static void parse_args(int argc, char **argv)
               {100, 1000, 10000, 100000},
               4,
               {2000, 10000},
-              2};
+              2,
+              MAX_ROUNDS};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--quick") == 0) {
             C.quick = 1;
-            C.rounds = 2, C.slot_s = 0.03, C.lat_s = 0.01, C.fpr_candidates = 20000, C.users = 20,
-            C.limit_s = 120;
+            C.rounds = 2, C.add_rounds = 2, C.slot_s = 0.03, C.lat_s = 0.01,
+            C.fpr_candidates = 20000, C.users = 20, C.limit_s = 120;
             C.hist[0] = 100, C.hist[1] = 1000, C.hist[2] = 10000, C.nhist = 3;
             continue;
         }

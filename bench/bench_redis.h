@@ -42,6 +42,7 @@ typedef struct cfg {
     int nhist;
     int batch[MAX_BATCH];
     int nbatch;
+    int add_rounds; /* rounds of adds: each is short, and paired ratios vary */
 } cfg;
 
 enum { K_SEEN, K_SEEN_AT, K_SET, K_ZSET, K_BF, K_BFS, NKINDS };

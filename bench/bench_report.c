@@ -250,7 +250,7 @@ static void write_speed_targets(FILE *f)
                  lines ? median(lines->cpu_rate, C.rounds) / median(flags->cpu_rate, C.rounds) : 0,
                  1.0);
     ratio_target(f, "`SEEN.ADD` of 20-item pages / `SADD`, items per second", ADDS[A_SEEN].ran,
-                 median(ADDS[A_SEEN].ratio, C.rounds), 1.0);
+                 median(ADDS[A_SEEN].ratio, C.add_rounds), 1.0);
     fprintf(f, "\n");
     /* What the worst item-argument form could reach if looking up cost
      * nothing: Redis parses every argument and replies every string. */
@@ -632,17 +632,19 @@ void write_report(const machine *mi, const hist_mem *hm, const pop_mem *pm, cons
             "× = against SADD in the same round.  seen adds at the server's clock.  Every round "
             "of every command starts from the population as loaded (RESTORE of each key's DUMP): "
             "a round gives each user a few dozen pages within a fraction of a second, and rounds "
-            "that went on from the last one's keys measured ever larger users.\n\n",
-            PAGE, C.conns, C.depth * 4);
+            "that went on from the last one's keys measured ever larger users.  Medians of %d "
+            "rounds: a round is short, and its paired ratio moved by ±7%% from one to the next "
+            "where seven rounds were taken.\n\n",
+            PAGE, C.conns, C.depth * 4, C.add_rounds);
     fprintf(f, "| command | items/s | × SADD | server CPU | server µs per command (min) | in the "
                "command µs (min) |\n"
                "| --- | ---: | ---: | ---: | ---: | ---: |\n");
     for (int k = 0; k < NADDS; k++)
         if (ADDS[k].ran)
             fprintf(f, "| %s | %s | %.2f× | %.0f%% | %.1f | %.1f |\n", ADDS[k].label,
-                    human_rate(median(ADDS[k].thr, C.rounds), b1), median(ADDS[k].ratio, C.rounds),
-                    100 * median(ADDS[k].scpu, C.rounds), minimum(ADDS[k].srv_us, C.rounds),
-                    minimum(ADDS[k].cmd_us, C.rounds));
+                    human_rate(median(ADDS[k].thr, C.add_rounds), b1),
+                    median(ADDS[k].ratio, C.add_rounds), 100 * median(ADDS[k].scpu, C.add_rounds),
+                    minimum(ADDS[k].srv_us, C.add_rounds), minimum(ADDS[k].cmd_us, C.add_rounds));
 
     /* ---- where the time goes */
     fprintf(f, "\n## Where the server's time goes (%d-candidate batches)\n\n", C.batch[b10]);
