@@ -55,21 +55,29 @@
 #define SEEN_LARGE_RUN 16384u
 /* Compact runs of at least this many values are coded Elias-Fano
  * (run_ef.c): a lookup then reads a few words wherever its value lies,
- * where a Golomb bucket is decoded up to it.  Below this size a Golomb
- * run's index is cheap enough (256-value buckets) that Elias-Fano would
- * cost 0.35 bit per value more; from here on its buckets hold 128 and the
- * difference is ~0.3.  The fuzz builds use a small value so that short
+ * where a Golomb bucket (128 values) is decoded up to it.  Elias-Fano
+ * costs ~0.25 bit per value more than Rice codes and their index, and
+ * from this size on it pays for that on every page of adds and every
+ * sparse batch: at 16,384 a key of 10,000 items took pages of 20 in 12.2
+ * us and 2,000-candidate batches in 43, now 9.2 and 28 (14.37 -> 14.62
+ * bits per item).  The fuzz builds use a small value so that short
  * programs reach Elias-Fano runs. */
 #ifndef SEEN_EF_MIN_RUN
-#define SEEN_EF_MIN_RUN 16384u
+#define SEEN_EF_MIN_RUN 4096u
 #endif
 /* The compact run that takes every flush of the head is coded Elias-Fano
- * from a quarter of that: every add probes it, and a Golomb bucket of it
- * is decoded up to the item, where Elias-Fano reads a few words (single
- * adds at 100,000 items 0.50 -> 0.42 us).  It holds at most a slice, so
- * the ~0.3 bit per value Elias-Fano costs there is a fraction of that on
- * the set's items; a flush edits it in place as it does a Golomb run. */
-#define SEEN_EF_MIN_HEAD_RUN (SEEN_EF_MIN_RUN / 4u)
+ * from half of that: every add probes it, and a Golomb bucket of it is
+ * decoded up to the item, where Elias-Fano reads a few words (single adds
+ * at 100,000 items 0.50 -> 0.42 us).  It holds at most a slice, so the
+ * ~0.3 bit per value Elias-Fano costs there is a fraction of that on the
+ * set's items; a flush edits it in place as it does a Golomb run.  Not
+ * from a quarter: a key of ~1,000 items would then hold most of them in
+ * such a run (+32 bytes on one of 2,500), and pages measured no faster. */
+#define SEEN_EF_MIN_HEAD_RUN (SEEN_EF_MIN_RUN / 2u)
+/* Exact runs of dense integer ids from four times as many: their Rice
+ * codes take ~5 bits an id, so the ~0.4 bit Elias-Fano adds weighs more
+ * there, and an id set that large is queried by batches, not pages. */
+#define SEEN_EF_MIN_EXACT_RUN (SEEN_EF_MIN_RUN * 4u)
 /* A batch with at least 1/SEEN_EF_DENSE_RATIO as many candidates as an
  * Elias-Fano run has values decodes the run in order; sparser ones look
  * their candidates up (run_ef.c).  Where PDEP selects in one instruction a
@@ -567,9 +575,10 @@ static inline bool seen__run_is_ef(const seen__run *r)
     return r->golomb_m == 0;
 }
 /* Whether seen__run_encode codes a run of n values over `span` with
- * divisor c as Elias-Fano: from SEEN_EF_MIN_RUN values, or for a compact
- * run that takes every flush of the head (`takes_head`) from
- * SEEN_EF_MIN_HEAD_RUN, when its low bits are few enough. */
+ * divisor c as Elias-Fano: a compact run from SEEN_EF_MIN_RUN values (one
+ * that takes every flush of the head, `takes_head`, from
+ * SEEN_EF_MIN_HEAD_RUN), an exact one from SEEN_EF_MIN_EXACT_RUN, when
+ * its low bits are few enough. */
 bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span, bool takes_head);
 /* The low bits a run of n values over span takes: the fewest total bits. */
 unsigned seen__ef_low_bits(uint64_t n, uint64_t span);

@@ -52,7 +52,10 @@
  * outliers stay Golomb-coded, where a cut by rank codes the jumps. */
 bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span, bool takes_head)
 {
-    if (n < (takes_head && c > 1 ? SEEN_EF_MIN_HEAD_RUN : SEEN_EF_MIN_RUN) || n > UINT32_MAX)
+    const size_t least = c == 1       ? SEEN_EF_MIN_EXACT_RUN
+                         : takes_head ? SEEN_EF_MIN_HEAD_RUN
+                                      : SEEN_EF_MIN_RUN;
+    if (n < least || n > UINT32_MAX)
         return false;
     unsigned low = seen__ef_low_bits(n, span);
     return c > 1 ? low <= SEEN_EF_MAX_LOW_BITS : low <= SEEN_EF_EXACT_MAX_LOW_BITS;

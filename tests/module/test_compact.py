@@ -77,7 +77,9 @@ def test_import_is_compacted_after_it_ends(r, order):
     print("import (%s order) of %d items: %d held, %d runs, %.2f bits per item"
           % (order, len(items), count, len(info["runs"]), bits))
     assert len(info["runs"]) <= 3
-    assert bits <= 15.0, bits
+    # 12,000-16,000 held in one Elias-Fano run: ~0.3 bit more than Rice
+    # codes would take, for probes that read words instead of decoding.
+    assert bits <= 15.4, bits
     live = live_items(items, times, now)
     flags = r.execute_command("SEEN.MFILTER", 1, key, "REPLY", "FLAGS", "ITEMS", *live)
     assert flags == b"1" * len(live)

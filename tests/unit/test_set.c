@@ -736,8 +736,10 @@ static void test_bits_per_item(void **state)
     /* Bytes requested, and bytes held under Redis (jemalloc's classes).
      * One window of history is planned for the window and a slice it will
      * hold as it goes on (+0.32 bit at 4 slices, here at the low point of
-     * a live set's cycle, which then does not spike as it fills). */
-    const double limit[2] = {14.4, 15.2};
+     * a live set's cycle, which then does not spike as it fills).  At
+     * 10,000 items the run is coded Elias-Fano, ~0.25 bit more than Rice
+     * codes, for pages and sparse batches that do not decode buckets. */
+    const double limit[2][2] = {{14.7, 14.4}, {15.5, 15.2}};
     for (int classes = 0; classes < 2; classes++) {
         if (classes)
             alloc_install_classes();
@@ -747,7 +749,7 @@ static void test_bits_per_item(void **state)
             double bits = (double)seen_bytes(s) * 8.0 / (double)sizes[k];
             fprintf(stderr, "[stat] %zu items, error 0.001, 90d/4 slices: %.3f bits per item %s\n",
                     sizes[k], bits, classes ? "held (jemalloc classes)" : "requested");
-            assert_true(bits <= limit[classes]);
+            assert_true(bits <= limit[classes][k]);
             /* No false negatives across the load. */
             assert_int_equal(seen__set_check(s), SEEN_OK);
             /* The loaded history settled into one planned run. */
@@ -838,7 +840,7 @@ static void test_import_at_one_now(void **state)
                 "[stat] import of %zu items over %lld days (order %d) at one now: %u runs, "
                 "%.2f bits per item\n",
                 n, (long long)cases[k].days, cases[k].order, s->nruns, bits);
-        assert_true(bits <= 15.0);
+        assert_true(bits <= 15.3);
         assert_true(s->nruns <= 3);
         assert_int_equal(seen__set_check(s), SEEN_OK);
         /* Everything imported inside the window is still seen. */
