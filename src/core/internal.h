@@ -59,25 +59,26 @@
  * costs ~0.25 bit per value more than Rice codes and their index, and
  * from this size on it pays for that on every page of adds and every
  * sparse batch: at 16,384 a key of 10,000 items took pages of 20 in 12.2
- * us and 2,000-candidate batches in 43, now 9.2 and 28 (14.37 -> 14.62
- * bits per item).  The fuzz builds use a small value so that short
+ * us and 2,000-candidate batches in 43, now 10.5 and 28 (14.37 -> 14.62
+ * bits per item).  From 4,096 (the head's run from 2,048) pages into keys
+ * of ~20,000 items were faster still (10.2 -> 7.0 us), but a key of
+ * 10,000 written over its first window (runs of 2,500 and 5,000 values)
+ * took 1.6% more memory.  The fuzz builds use a small value so that short
  * programs reach Elias-Fano runs. */
 #ifndef SEEN_EF_MIN_RUN
-#define SEEN_EF_MIN_RUN 4096u
+#define SEEN_EF_MIN_RUN 8192u
 #endif
 /* The compact run that takes every flush of the head is coded Elias-Fano
  * from half of that: every add probes it, and a Golomb bucket of it is
  * decoded up to the item, where Elias-Fano reads a few words (single adds
  * at 100,000 items 0.50 -> 0.42 us).  It holds at most a slice, so the
  * ~0.3 bit per value Elias-Fano costs there is a fraction of that on the
- * set's items; a flush edits it in place as it does a Golomb run.  Not
- * from a quarter: a key of ~1,000 items would then hold most of them in
- * such a run (+32 bytes on one of 2,500), and pages measured no faster. */
+ * set's items; a flush edits it in place as it does a Golomb run. */
 #define SEEN_EF_MIN_HEAD_RUN (SEEN_EF_MIN_RUN / 2u)
-/* Exact runs of dense integer ids from four times as many: their Rice
- * codes take ~5 bits an id, so the ~0.4 bit Elias-Fano adds weighs more
- * there, and an id set that large is queried by batches, not pages. */
-#define SEEN_EF_MIN_EXACT_RUN (SEEN_EF_MIN_RUN * 4u)
+/* Exact runs of dense integer ids from twice as many: their Rice codes
+ * take ~5 bits an id, so the ~0.4 bit Elias-Fano adds weighs more there,
+ * and an id set that large is queried by batches, not pages. */
+#define SEEN_EF_MIN_EXACT_RUN (SEEN_EF_MIN_RUN * 2u)
 /* A batch with at least 1/SEEN_EF_DENSE_RATIO as many candidates as an
  * Elias-Fano run has values decodes the run in order; sparser ones look
  * their candidates up (run_ef.c).  Where PDEP selects in one instruction a
