@@ -120,8 +120,18 @@ def run(r, now, seed=1, prefix="w"):
                              "ITEMS", *ids)
     pipe.execute_command("SEEN.DEL", k("sequence"), ids[0])
     pipe.execute()
+    # A compact run of 8,192-16,383 values, the smallest coded Elias-Fano
+    # (a day-old import of 10,000, compacted), then pages of adds.
+    mid_rng = random.Random(seed + 2)
+    mid = ["m%020x" % mid_rng.getrandbits(80) for _ in range(10000)]
+    r.execute_command("SEEN.INSERT", k("mid"), "AT", now - DAY, "BULK", bulk(mid))
+    r.execute_command("SEEN.COMPACT", k("mid"))
+    for page in range(30):
+        pipe.execute_command("SEEN.ADD", k("mid"), *["mid%d-%d" % (page, i) for i in range(20)])
+    pipe.execute()
     return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed", "clustered",
-                           "burst", "turned", "binge", "apps", "apps-wide", "dense", "sequence")]
+                           "burst", "turned", "binge", "apps", "apps-wide", "dense", "sequence",
+                           "mid")]
 
 
 def candidates(seed=1):
