@@ -633,8 +633,8 @@ void write_report(const machine *mi, const hist_mem *hm, const pop_mem *pm, cons
             "of every command starts from the population as loaded (RESTORE of each key's DUMP): "
             "a round gives each user a few dozen pages within a fraction of a second, and rounds "
             "that went on from the last one's keys measured ever larger users.  Medians of %d "
-            "rounds: a round is short, and its paired ratio moved by ±7%% from one to the next "
-            "where seven rounds were taken.\n\n",
+            "rounds: a round is short, and its paired ratio differs from the next round's by up "
+            "to a fifth.\n\n",
             PAGE, C.conns, C.depth * 4, C.add_rounds);
     fprintf(f, "| command | items/s | × SADD | server CPU | server µs per command (min) | in the "
                "command µs (min) |\n"
