@@ -19,11 +19,9 @@
  * sort faster by their top 16 bits, least significant byte first: two
  * scatters into 256 buckets, whose 256 write streams stay in cache where
  * one scatter into 2^14 buckets misses on nearly every key, then the
- * insertion pass.  Up to 4,096 hashes, whose scatter stays in L1, take one
- * scatter on their top log2(n) bits instead.  If a key would move more than
- * SMALL_GROUP places in the insertion pass (keys crafted to share their top
- * bits), the MSD sort takes over, so no input costs more than twice what it
- * would there.
+ * insertion pass.  If a key would move more than SMALL_GROUP places in it
+ * (keys crafted to share their top bits), the MSD sort takes over, so no
+ * input costs more than twice what it would there.
  */
 #include "internal.h"
 
@@ -208,43 +206,10 @@ int seen__cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Up to this many hashes, one scatter on their top log2(n) bits: its
- * buckets' write streams and its output stay in L1, and it saves a pass
- * over the two byte scatters (2,000 keys: 4.5 -> 3.8 us; 4,000: 9.1 ->
- * 7.7; at 10,000 the two are even and past it one scatter is slower). */
-#define HASH_ONE_PASS_MAX 4096u
-
-/* One scatter of n hashes on their top `bits` bits from a into tmp, then
- * the bounded insertion back into a. */
-static bool sort_hashes_one_pass(seen__kv *a, seen__kv *tmp, size_t n, uint32_t *counts,
-                                 unsigned bits)
-{
-    const unsigned shift = 64 - bits;
-    const size_t nbuckets = (size_t)1 << bits;
-    memset(counts, 0, (nbuckets + 1) * sizeof *counts);
-    for (size_t i = 0; i < n; i++)
-        counts[(a[i].key >> shift) + 1]++;
-    for (size_t b = 1; b <= nbuckets; b++)
-        counts[b] += counts[b - 1];
-    for (size_t i = 0; i < n; i++)
-        tmp[counts[a[i].key >> shift]++] = a[i];
-    return insertion_copy_bounded(a, tmp, n);
-}
-
 seen_err seen__sort_hashes(seen__kv *a, size_t n)
 {
     if (n <= SMALL_GROUP || n > HASH_SORT_MAX)
         return seen__sort_kv(a, n);
-    if (n <= HASH_ONE_PASS_MAX) {
-        const unsigned bits = seen__bitlen((uint64_t)n);
-        seen__kv *tmp =
-            seen__malloc(n * sizeof *tmp + (((size_t)1 << bits) + 1) * sizeof(uint32_t));
-        if (tmp == NULL)
-            return SEEN_ERR_NOMEM;
-        const bool sorted = sort_hashes_one_pass(a, tmp, n, (uint32_t *)(void *)(tmp + n), bits);
-        seen__free(tmp);
-        return sorted ? SEEN_OK : seen__sort_kv(a, n);
-    }
     seen__kv *tmp = seen__malloc(n * sizeof *tmp);
     if (tmp == NULL)
         return SEEN_ERR_NOMEM;
