@@ -13,10 +13,13 @@ from helpers import info_map, server_ms, wait_compacted, wait_for
 DAY = 86400 * 1000
 
 
-def import_history(client, key, now, days=150, per_day=140, pages=30, order="time", seed=1):
-    """A history of days x per_day items ending now, in pages written now
-    with AT = each item's time (SEEN.INSERT ... AT t takes one time per
-    call, so a page groups items of one time)."""
+def import_history(client, key, now, days=150, per_day=140, order="time", seed=1, then=()):
+    """A history of days x per_day items ending now, written now with AT =
+    each item's time (SEEN.INSERT ... AT t takes one time per call).  One
+    transaction, with the commands `then` after the import's last write:
+    the server compacts an import a second after that write, and a client
+    stalled that long between its pipelines would see it compacted early.
+    Returns the items, their times and the replies to `then`."""
     rng = random.Random(seed)
     n = days * per_day
     times = [now - days * DAY + i * days * DAY // n for i in range(n)]
@@ -27,13 +30,13 @@ def import_history(client, key, now, days=150, per_day=140, pages=30, order="tim
     elif order == "random":
         rng.shuffle(order_idx)
     client.execute_command("SEEN.RESERVE", key, "WINDOW", "90d", "SLICES", "4", "ERROR", "0.001")
-    pipe = client.pipeline(transaction=False)
-    per = n // pages
-    for p in range(pages):
-        for i in order_idx[p * per:(p + 1) * per]:
-            pipe.execute_command("SEEN.INSERT", key, "AT", times[i], "ITEMS", items[i])
-        pipe.execute()
-    return items, times
+    tx = client.pipeline(transaction=True)
+    for i in order_idx:
+        tx.execute_command("SEEN.INSERT", key, "AT", times[i], "ITEMS", items[i])
+    for command in then:
+        tx.execute_command(*command)
+    replies = tx.execute()
+    return items, times, replies[n:]
 
 
 def master_and_replica(make_server):
@@ -68,9 +71,10 @@ def live_items(items, times, now):
 def test_import_is_compacted_after_it_ends(r, order):
     key = "imp:%s" % order
     now = server_ms(r)
-    items, times = import_history(r, key, now, order=order, seed=len(order))
+    items, times, (info,) = import_history(r, key, now, order=order, seed=len(order),
+                                           then=[("SEEN.INFO", key)])
     # While the import runs (and just after it), the key is exact.
-    assert info_map(r.execute_command("SEEN.INFO", key))["encoding"] == b"exact"
+    assert info_map(info)["encoding"] == b"exact"
     info = wait_compacted(r, key)
     count = info["items"]
     bits = r.memory_usage(key, samples=0) * 8 / count
@@ -88,8 +92,9 @@ def test_import_is_compacted_after_it_ends(r, order):
 def test_compact_command(r):
     now = server_ms(r)
     assert r.execute_command("SEEN.COMPACT", "nothing-here") == 0
-    import_history(r, "c1", now, days=60, per_day=50, pages=5)
-    assert r.execute_command("SEEN.COMPACT", "c1") == 1
+    _, _, (compacted,) = import_history(r, "c1", now, days=60, per_day=50,
+                                        then=[("SEEN.COMPACT", "c1")])
+    assert compacted == 1
     assert r.execute_command("SEEN.COMPACT", "c1") == 0
     assert info_map(r.execute_command("SEEN.INFO", "c1"))["encoding"] == b"compact"
     r.set("plain", "x")
@@ -101,7 +106,7 @@ def test_compact_command(r):
 
 def test_live_write_ends_an_import(r):
     now = server_ms(r)
-    import_history(r, "c2", now, days=60, per_day=50, pages=5)
+    import_history(r, "c2", now, days=60, per_day=50)
     r.execute_command("SEEN.ADD", "c2", "fresh")
     assert info_map(r.execute_command("SEEN.INFO", "c2"))["encoding"] == b"compact"
 
@@ -109,7 +114,7 @@ def test_live_write_ends_an_import(r):
 def test_compaction_reaches_replica_and_aof(make_server):
     master, m, s = master_and_replica(make_server)
     now = server_ms(m)
-    import_history(m, "k", now, days=120, per_day=60, pages=10)
+    import_history(m, "k", now, days=120, per_day=60)
     wait_compacted(m, "k")
     m = same_on_replica_and_replay(master, m, s, "k")
     assert info_map(m.execute_command("SEEN.INFO", "k"))["encoding"] == b"compact"
@@ -124,8 +129,9 @@ def test_import_cut_short_by_a_restart_is_compacted_after_loading(make_server, p
     server = make_server(*args, name="restart-" + persistence)
     c = server.client()
     now = server_ms(c)
-    items, times = import_history(c, "k", now, days=60, per_day=50, pages=5)
-    assert info_map(c.execute_command("SEEN.INFO", "k"))["encoding"] == b"exact"
+    items, times, (info,) = import_history(c, "k", now, days=60, per_day=50,
+                                           then=[("SEEN.INFO", "k")])
+    assert info_map(info)["encoding"] == b"exact"
     server.restart(save=persistence == "rdb")
     c = server.client()
     info = wait_compacted(c, "k")
