@@ -407,9 +407,16 @@ def test_import_state_loads_before_it_is_compacted(make_server):
     n = 120 * 20
     times = [now - 120 * DAY + i * 120 * DAY // n for i in range(n)]
     items = ["x%d" % i for i in range(n)]
-    import_pages(c, "k", items, times)
-    dump = c.dump("k")
-    assert info_map(c.execute_command("SEEN.INFO", "k"))["encoding"] == b"exact"
+    # One transaction: the server compacts an import a second after its
+    # last write, and a client stalled that long would dump it compacted.
+    tx = c.pipeline(transaction=True)
+    tx.execute_command("SEEN.RESERVE", "k", "WINDOW", "90d")
+    for it, t in zip(items, times):
+        tx.execute_command("SEEN.INSERT", "k", "AT", t, "ITEMS", it)
+    tx.dump("k")
+    tx.execute_command("SEEN.INFO", "k")
+    dump, info = tx.execute()[-2:]
+    assert info_map(info)["encoding"] == b"exact"
     c.restore("k2", 0, dump)
     assert c.dump("k2") == dump
     live = [it for it, t in zip(items, times) if t > now - 89 * DAY]
