@@ -957,10 +957,19 @@ add_result ADDS[NADDS] = {
     {.label = "ZADD key t i1 … t i20", .stat = "zadd"},
     {.label = "BF.MADD key i1 … i20", .stat = "bf.madd"},
 };
+add_result ADDS_BY_SIZE[2] = {
+    {.label = "SEEN.ADD key i1 … i20", .stat = "seen.add"},
+    {.label = "SADD key i1 … i20", .stat = "sadd"},
+};
+
+/* Each population user's history size, as loaded: the weights of the add
+ * rounds that draw users as a feed's traffic does. */
+static long *pop_items;
 
 typedef struct add_ctx {
     int which;
     int users;
+    const double *cum; /* cumulative history sizes to draw users by; NULL: uniformly */
     uint64_t counter;
     int64_t ts;
     uint64_t checked;     /* fresh items whose page was answered */
@@ -985,7 +994,21 @@ static void add_gen(void *ctx, int conn, drv_req *req, char **scratch, size_t *c
     const char *argv[2 + 2 * PAGE];
     size_t lens[2 + 2 * PAGE];
     int i = 0;
-    key_of(key, sizeof key, a->which, (int)(rnd() % (uint64_t)a->users));
+    int u = (int)(rnd() % (uint64_t)a->users);
+    if (a->cum) {
+        /* The first user whose cumulative size reaches the draw. */
+        const double x = rnd01() * a->cum[a->users - 1];
+        int lo = 0, hi = a->users - 1;
+        while (lo < hi) {
+            const int mid = (lo + hi) / 2;
+            if (a->cum[mid] < x)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        u = lo;
+    }
+    key_of(key, sizeof key, a->which, u);
     snprintf(ts, sizeof ts, "%lld", (long long)a->ts);
     argv[i] = names[a->which], lens[i++] = strlen(names[a->which]);
     argv[i] = key, lens[i++] = strlen(key);
@@ -1084,12 +1107,29 @@ static void restore_population(redisContext *c, int which, const pop_dump *d)
     pipe_flush(&p);
 }
 
+/* One round of one kind of add, from the population as loaded, into
+ * round r of *out. */
+static void add_round(const drv_server *srv, redisContext *ctl, add_ctx *a, const pop_dump *d,
+                      add_result *out, int r)
+{
+    restore_population(ctl, a->which, d);
+    drv_load load = {C.conns, C.depth * 4, C.slot_s, 20, 2.0, ADDS[a->which].stat};
+    drv_result res;
+    drv_run(srv, ctl, &load, add_gen, add_check, a, &res);
+    out->ran = 1;
+    out->srv_us[r] = res.server_us_per_req;
+    out->cmd_us[r] = res.cmd_us_per_req;
+    out->thr[r] = res.units_per_s;
+    out->scpu[r] = res.server_cpu_frac;
+    out->ccpu[r] = res.client_cpu_frac;
+}
+
 static void run_adds(const drv_server *srv, redisContext *ctl, int64_t ts)
 {
     add_ctx ctx[NADDS];
     pop_dump dumps[NADDS];
     for (int k = 0; k < NADDS; k++) {
-        ctx[k] = (add_ctx){k, C.users, 0, ts, 0, 0};
+        ctx[k] = (add_ctx){k, C.users, NULL, 0, ts, 0, 0};
         if (k != A_BF || C.bloom)
             dump_population(ctl, k, &dumps[k]);
     }
@@ -1097,16 +1137,7 @@ static void run_adds(const drv_server *srv, redisContext *ctl, int64_t ts)
         for (int k = 0; k < NADDS; k++) {
             if (k == A_BF && C.bloom == NULL)
                 continue;
-            restore_population(ctl, k, &dumps[k]);
-            drv_load load = {C.conns, C.depth * 4, C.slot_s, 20, 2.0, ADDS[k].stat};
-            drv_result res;
-            drv_run(srv, ctl, &load, add_gen, add_check, &ctx[k], &res);
-            ADDS[k].ran = 1;
-            ADDS[k].srv_us[r] = res.server_us_per_req;
-            ADDS[k].cmd_us[r] = res.cmd_us_per_req;
-            ADDS[k].thr[r] = res.units_per_s;
-            ADDS[k].scpu[r] = res.server_cpu_frac;
-            ADDS[k].ccpu[r] = res.client_cpu_frac;
+            add_round(srv, ctl, &ctx[k], &dumps[k], &ADDS[k], r);
         }
         for (int k = 0; k < NADDS; k++)
             ADDS[k].ratio[r] = ADDS[k].thr[r] / ADDS[A_SADD].thr[r];
@@ -1114,6 +1145,25 @@ static void run_adds(const drv_server *srv, redisContext *ctl, int64_t ts)
                  C.add_rounds, ADDS[A_SEEN].thr[r] / 1e3, ADDS[A_SADD].thr[r] / 1e3,
                  ADDS[A_ZADD].thr[r] / 1e3);
     }
+    /* The same rounds with users drawn in proportion to their history, as
+     * a feed's writes come: by the seed's rates its heavy users write most
+     * of the items, and seen's cost per page grows with the key. */
+    double *cum = xmalloc((size_t)C.users * sizeof *cum);
+    double total = 0;
+    for (int u = 0; u < C.users; u++)
+        cum[u] = (total += (double)pop_items[u]);
+    const int by_size[2] = {A_SEEN, A_SADD};
+    for (int r = 0; r < C.add_rounds; r++) {
+        for (int j = 0; j < 2; j++) {
+            ctx[by_size[j]].cum = cum;
+            add_round(srv, ctl, &ctx[by_size[j]], &dumps[by_size[j]], &ADDS_BY_SIZE[j], r);
+        }
+        for (int j = 0; j < 2; j++)
+            ADDS_BY_SIZE[j].ratio[r] = ADDS_BY_SIZE[j].thr[r] / ADDS_BY_SIZE[1].thr[r];
+        progress("adds drawn by history size: round %d/%d: SEEN.ADD %.0fk items/s, SADD %.0fk",
+                 r + 1, C.add_rounds, ADDS_BY_SIZE[0].thr[r] / 1e3, ADDS_BY_SIZE[1].thr[r] / 1e3);
+    }
+    free(cum);
     check_add_false_positives(&ctx[A_SEEN]);
     progress("adds: SEEN.ADD counted %llu of %llu fresh items as already held",
              (unsigned long long)ctx[A_SEEN].seen_before, (unsigned long long)ctx[A_SEEN].checked);
@@ -1493,9 +1543,11 @@ static void load_all(redisContext *c, char **hist_ids, int64_t t_end, hist_mem *
 
     /* The population: 60% light, 30% medium, 10% heavy. */
     memset(pm, 0, sizeof *pm);
+    pop_items = xmalloc((size_t)C.users * sizeof *pop_items);
     for (int u = 0; u < C.users; u++) {
         int cl = user_class(u);
         long n = (long)((double)class_items[cl] * (0.5 + rnd01()));
+        pop_items[u] = n;
         char *ids = make_ids(STREAM_USER + (uint64_t)u, n);
         pm->users[cl]++;
         pm->items[cl] += n;

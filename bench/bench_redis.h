@@ -180,6 +180,8 @@ extern core_result CORE[MAX_HIST][MAX_BATCH];
 extern seen_set *REF[MAX_HIST];
 extern long long REF_SERIALIZED[MAX_HIST][2]; /* in-process, and SEEN.INFO's */
 extern add_result ADDS[NADDS];
+/* SEEN.ADD and SADD with users drawn in proportion to their history. */
+extern add_result ADDS_BY_SIZE[2];
 extern transport_result TRANSPORT; /* the 10,000-candidate, 10,000-item workload */
 extern const int SAT_METHODS[2];
 

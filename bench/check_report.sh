@@ -12,6 +12,8 @@ for section in "## Targets" "## Memory per item" "### Where a seen key's bytes g
                "## Where the server's time goes" "## Is the client the bottleneck?"; do
   grep -qF "$section" "$md" || fail "section '$section' missing"
 done
+grep -qF "drawn in proportion to each user's history" "$md" ||
+  fail "the adds drawn by history size are missing"
 grep -Eiq '(^|[^a-z])(nan|inf)([^a-z]|$)' "$md" && fail "NaN or Inf in the report"
 grep -Eq '\| -[0-9]' "$md" && fail "a negative figure in a table"
 # Every table row has as many cells as its header.
