@@ -23,7 +23,9 @@
  *     Beside REPLY BULK and REPLY FLAGS at 10,000 on 10,000, in the same
  *     rounds: GETs of strings as long as their replies, what the reply's
  *     bytes cost the server whoever made them.
- *   - Adds of 20 items (one feed page) to random users: items/s.
+ *   - Adds of 20 items (one feed page) to random users: items/s, with the
+ *     users drawn uniformly, then SEEN.ADD and SADD again with users drawn
+ *     in proportion to their history (as a feed's writes come).
  *   - The false-positive rate, on fresh candidates.
  *
  * Noise: the machine is shared, so each figure is the median of several
