@@ -79,6 +79,17 @@
  * take ~5 bits an id, so the ~0.4 bit Elias-Fano adds weighs more there,
  * and an id set that large is queried by batches, not pages. */
 #define SEEN_EF_MIN_EXACT_RUN (SEEN_EF_MIN_RUN * 2u)
+/* In a set holding SEEN_EF_LARGE_SET values, every compact run (the one
+ * taking the head too) is coded Elias-Fano from SEEN_EF_MIN_LARGE_SET_RUN
+ * values, and a flush recodes the set's older Golomb runs so
+ * (seen__flush): every add probes every run, and a probe of a Golomb run
+ * decodes half a bucket whatever the run's size, where Elias-Fano reads a
+ * few words.  Such runs are a part of a large set (the ones a key planned
+ * while small keeps, its first days' plans', and a slice's run while it
+ * starts), so the ~0.4 bit per value they cost more is a fraction of that
+ * on the set. */
+#define SEEN_EF_LARGE_SET (SEEN_EF_MIN_RUN * 2u)
+#define SEEN_EF_MIN_LARGE_SET_RUN (SEEN_EF_MIN_RUN / 32u)
 /* A batch with at least 1/SEEN_EF_DENSE_RATIO as many candidates as an
  * Elias-Fano run has values decodes the run in order; sparser ones look
  * their candidates up (run_ef.c).  Where PDEP selects in one instruction a
@@ -523,10 +534,12 @@ size_t seen__run_tag_bytes(const seen__run *r);
 /* How seen__run_encode shapes a run, flags: SEEN_RUN_FINE, buckets of
  * SEEN_BUCKET_ITEMS / 2 (faster point lookups, a larger index); and
  * SEEN_RUN_TAKES_HEAD, the run every flush of the head goes into (coded
- * Elias-Fano from SEEN_EF_MIN_HEAD_RUN values).  A bool true is
- * SEEN_RUN_FINE. */
+ * Elias-Fano from SEEN_EF_MIN_HEAD_RUN values); SEEN_RUN_IN_LARGE_SET, a
+ * run of a set holding SEEN_EF_LARGE_SET values (Elias-Fano from
+ * SEEN_EF_MIN_LARGE_SET_RUN).  A bool true is SEEN_RUN_FINE. */
 #define SEEN_RUN_FINE 1u
 #define SEEN_RUN_TAKES_HEAD 2u
+#define SEEN_RUN_IN_LARGE_SET 4u
 /* Encode n >= 1 strictly increasing values with tags < nsegs, shaped by
  * `shape`. */
 seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
@@ -541,19 +554,22 @@ seen_err seen__run_encode_m(seen__run *out, uint64_t c, const uint64_t *vals, co
  * holds, copying the codes of every bucket none of them is in.  *applies
  * is false when this cannot be done in place (the run would lose half its
  * values or all of them, or a segment would be left without values): then
- * rebuild the run instead.  When it applies and
+ * rebuild the run instead, as also when a rebuild shaped by `shape`
+ * (SEEN_RUN_* flags) would code it otherwise.  When it applies and
  * *removed > 0, *out is the new run and removed_per_tag[t] (r->nsegs
  * entries, zeroed by the caller) counts the values removed per tag. */
 seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
-                           uint64_t *removed_per_tag, size_t *removed, bool *applies);
+                           unsigned shape, uint64_t *removed_per_tag, size_t *removed,
+                           bool *applies);
 /* The run r with the sorted, distinct values vals[0..k) added in the
  * buckets they fall in, tagged `tag` (< r->nsegs); *held counts those it
  * held already.  *applies is false when this cannot be done so (values
  * outside the run's span, a bucket count the new size may not keep, or in
- * a run of several segments a value it holds): then rebuild.  When it
- * applies, *out is the new run. */
+ * a run of several segments a value it holds, or a rebuild shaped by
+ * `shape`, SEEN_RUN_* flags, would code it otherwise): then rebuild.  When
+ * it applies, *out is the new run. */
 seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
-                        uint32_t tag, size_t *held, bool *applies);
+                        unsigned shape, uint32_t tag, size_t *held, bool *applies);
 /* Decode every value and tag of a valid run into arrays of r->n entries
  * (tags NULL: the values only). */
 void seen__run_decode(const seen__run *r, uint64_t *vals, uint16_t *tags);
@@ -576,11 +592,12 @@ static inline bool seen__run_is_ef(const seen__run *r)
     return r->golomb_m == 0;
 }
 /* Whether seen__run_encode codes a run of n values over `span` with
- * divisor c as Elias-Fano: a compact run from SEEN_EF_MIN_RUN values (one
- * that takes every flush of the head, `takes_head`, from
- * SEEN_EF_MIN_HEAD_RUN), an exact one from SEEN_EF_MIN_EXACT_RUN, when
- * its low bits are few enough. */
-bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span, bool takes_head);
+ * divisor c, shaped by `shape` (SEEN_RUN_* flags), as Elias-Fano: a
+ * compact run from SEEN_EF_MIN_RUN values (in a large set from
+ * SEEN_EF_MIN_LARGE_SET_RUN, else one that takes every flush of the head
+ * from SEEN_EF_MIN_HEAD_RUN), an exact one from SEEN_EF_MIN_EXACT_RUN,
+ * when its low bits are few enough. */
+bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span, unsigned shape);
 /* The low bits a run of n values over span takes: the fewest total bits. */
 unsigned seen__ef_low_bits(uint64_t n, uint64_t span);
 /* Check the header of an Elias-Fano run (n, span, ef_low, code_bits and
@@ -727,6 +744,16 @@ struct seen_set {
 static inline seen__span *seen__set_spans(const seen_set *s)
 {
     return s->policy.capacity && s->segs ? (seen__span *)(void *)(s->segs + s->nsegs) : NULL;
+}
+
+/* SEEN_RUN_IN_LARGE_SET if the set's runs hold SEEN_EF_LARGE_SET values:
+ * how a merge, and an edit in place, shape its runs. */
+static inline unsigned seen__set_run_shape(const seen_set *s)
+{
+    uint64_t stored = 0;
+    for (uint32_t i = 0; i < s->nruns; i++)
+        stored += s->runs[i].n;
+    return stored >= SEEN_EF_LARGE_SET ? SEEN_RUN_IN_LARGE_SET : 0u;
 }
 
 /* Bytes of a set's segment block: its segments, and their spans if capped. */

@@ -220,7 +220,8 @@ static seen_err merge_in_place(const seen_set *s, next_state *ns, const seen__ru
     }
     bool applies = false;
     size_t held = 0;
-    err = seen__run_with(out, r, fresh, k, tag, &held, &applies);
+    err = seen__run_with(out, r, fresh, k, SEEN_RUN_TAKES_HEAD | seen__set_run_shape(s), tag, &held,
+                         &applies);
     if (err != SEEN_OK || !applies)
         goto done;
     collapsed += held;
@@ -389,11 +390,12 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
         uint64_t stored = 0;
         for (uint32_t i = 0; i < s->nruns; i++)
             stored += s->runs[i].n;
+        const unsigned in_large = seen__set_run_shape(s);
         const bool takes_head = with_head != HEAD_NONE && ninputs <= 1;
         bool fine = c_out == 1 || (takes_head && stored >= SEEN_FINE_RECENT_SET);
-        err =
-            seen__run_encode(out, c_out, ov, ot, n, seg_ids, used_cnt,
-                             (fine ? SEEN_RUN_FINE : 0u) | (takes_head ? SEEN_RUN_TAKES_HEAD : 0u));
+        err = seen__run_encode(out, c_out, ov, ot, n, seg_ids, used_cnt,
+                               (fine ? SEEN_RUN_FINE : 0u) |
+                                   (takes_head ? SEEN_RUN_TAKES_HEAD : 0u) | in_large);
         seen__free(tag_of);
     }
 account:

@@ -660,6 +660,35 @@ static seen_err merge_equal_divisors(const seen_set *s, next_state *ns, runlist 
 }
 
 /*
+ * In a large set, recode as Elias-Fano the compact Golomb runs that a
+ * merge would now code so (SEEN_EF_LARGE_SET): runs written while the set
+ * was small, which no merge may meet again before they age out.  Each is
+ * recoded once.  Same divisor and values: the budget does not move.
+ */
+static seen_err recode_for_large_set(const seen_set *s, next_state *ns, runlist *rl)
+{
+    /* As merge_build measures the set. */
+    if (seen__set_run_shape(s) == 0)
+        return SEEN_OK;
+    for (uint32_t i = 0; i < rl->n; i++) {
+        const seen__run *r = &rl->r[i];
+        if (r->c == 1 || seen__run_is_ef(r) ||
+            !seen__ef_wanted(r->c, r->n, r->span, SEEN_RUN_IN_LARGE_SET))
+            continue;
+        const seen__run *in[1] = {r};
+        seen__run nr;
+        bool empty;
+        seen_err err = seen__merge_build(s, ns, in, 1, HEAD_NONE, r->c, NULL, 0, &nr, &empty);
+        if (err != SEEN_OK)
+            return err;
+        seen__runlist_replace(rl, i, i + 1, &nr, empty);
+        if (empty)
+            i--;
+    }
+    return SEEN_OK;
+}
+
+/*
  * Merge the head into the runs and tidy them, in this order: purge items of
  * dead segments (so budget checks see what is really held); leave the exact
  * phase if it is over, or re-plan; fold a recent run whose slice has ended
@@ -895,6 +924,8 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
     }
 
     if (rl->n > runs_consolidate(s) && (err = merge_equal_divisors(s, ns, rl)) != SEEN_OK)
+        goto fail;
+    if ((err = recode_for_large_set(s, ns, rl)) != SEEN_OK)
         goto fail;
 
     /* The state must load back: the budget holds and the runs are within

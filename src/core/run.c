@@ -536,7 +536,7 @@ seen_err seen__run_encode_m(seen__run *out, uint64_t c, const uint64_t *vals, co
     if (n == 0 || n > UINT32_MAX || nsegs == 0 || nsegs > SEEN_MAX_SEGMENTS ||
         m > SEEN_MAX_GOLOMB_M)
         return SEEN_ERR_ARG;
-    if (m == 0 && seen__ef_wanted(c, n, vals[n - 1] - vals[0], (shape & SEEN_RUN_TAKES_HEAD) != 0))
+    if (m == 0 && seen__ef_wanted(c, n, vals[n - 1] - vals[0], shape))
         return seen__ef_encode(out, c, vals, tags, n, seg_ids, nsegs);
     seen__run r;
     run_header_init(&r, c, vals, n, nsegs);

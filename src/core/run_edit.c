@@ -204,12 +204,13 @@ nomem:
 }
 
 seen_err seen__run_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
-                           uint64_t *removed_per_tag, size_t *removed, bool *applies)
+                           unsigned shape, uint64_t *removed_per_tag, size_t *removed,
+                           bool *applies)
 {
     *removed = 0;
     *applies = false;
     if (seen__run_is_ef(r))
-        return seen__ef_without(out, r, vals, k, removed_per_tag, removed, applies);
+        return seen__ef_without(out, r, vals, k, shape, removed_per_tag, removed, applies);
     seen__golomb g;
     seen__golomb_init(&g, r->golomb_m);
     seen__divider mdiv;
@@ -416,12 +417,12 @@ static seen_err append_past_top(const seen__run *r, const edit_frame *f, acc_wri
 }
 
 seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
-                        uint32_t tag, size_t *held, bool *applies)
+                        unsigned shape, uint32_t tag, size_t *held, bool *applies)
 {
     *applies = false;
     *held = 0;
     if (seen__run_is_ef(r))
-        return seen__ef_with(out, r, vals, k, tag, held, applies);
+        return seen__ef_with(out, r, vals, k, shape, tag, held, applies);
     /* Buckets grow as values come in: a large run (fine buckets, probed by
      * every add) is rebuilt once they average twice its canonical ones. */
     uint64_t n2 = (uint64_t)r->n + k;
@@ -445,7 +446,7 @@ seen_err seen__run_with(seen__run *out, const seen__run *r, const uint64_t *vals
     /* Values past the top that are not appended, and a run grown to the
      * size Elias-Fano codes (rebuilt as one), make a rebuild. */
     if (vals[0] < base || vals[k - 1] > new_top || n2 > UINT32_MAX ||
-        seen__ef_wanted(r->c, n2, new_top - base, true))
+        seen__ef_wanted(r->c, n2, new_top - base, shape))
         return SEEN_OK;
     if (past == 0 && (!nbuckets_allowed(n2, r->nbuckets) ||
                       (n2 >= SEEN_LARGE_RUN && n2 > (uint64_t)r->nbuckets * SEEN_BUCKET_ITEMS)))

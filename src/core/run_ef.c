@@ -50,11 +50,12 @@
  * are: a lookup then jumps to its value where a Golomb walk decodes up to
  * it).  Exact runs of hashed keys (~48 low bits) and of ids with far
  * outliers stay Golomb-coded, where a cut by rank codes the jumps. */
-bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span, bool takes_head)
+bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span, unsigned shape)
 {
-    const size_t least = c == 1       ? SEEN_EF_MIN_EXACT_RUN
-                         : takes_head ? SEEN_EF_MIN_HEAD_RUN
-                                      : SEEN_EF_MIN_RUN;
+    const size_t least = c == 1                            ? SEEN_EF_MIN_EXACT_RUN
+                         : (shape & SEEN_RUN_IN_LARGE_SET) ? SEEN_EF_MIN_LARGE_SET_RUN
+                         : (shape & SEEN_RUN_TAKES_HEAD)   ? SEEN_EF_MIN_HEAD_RUN
+                                                           : SEEN_EF_MIN_RUN;
     if (n < least || n > UINT32_MAX)
         return false;
     unsigned low = seen__ef_low_bits(n, span);
@@ -914,7 +915,7 @@ static bool copy_lows(acc_writer *w, const lows *lw, uint64_t i0, uint64_t i1)
  * Elias-Fano at all, rebuilds instead (*applies false).
  */
 seen_err seen__ef_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
-                          uint64_t *removed_per_tag, size_t *removed, bool *applies)
+                          unsigned shape, uint64_t *removed_per_tag, size_t *removed, bool *applies)
 {
     *removed = 0;
     *applies = false;
@@ -944,7 +945,7 @@ seen_err seen__ef_without(seen__run *out, const seen__run *r, const uint64_t *va
     /* A compact Elias-Fano run under SEEN_EF_MIN_RUN values is one that
      * took the head: it stays so while the head's run would be. */
     if (gone_at[0] == 0 || gone_at[gone - 1] + 1 == r->n ||
-        !seen__ef_wanted(r->c, n2, r->span, true) || seen__ef_low_bits(n2, r->span) != r->ef.low)
+        !seen__ef_wanted(r->c, n2, r->span, shape) || seen__ef_low_bits(n2, r->span) != r->ef.low)
         goto done;
     tag_source ts;
     bool keeps;
@@ -1068,7 +1069,7 @@ static uint64_t ef_rank(const seen__run *r, const lows *lw, uint64_t x, bool *ha
  * when it has several segments (it would move to the newer one).
  */
 seen_err seen__ef_with(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
-                       uint32_t tag, size_t *held, bool *applies)
+                       unsigned shape, uint32_t tag, size_t *held, bool *applies)
 {
     *held = 0;
     *applies = false;
@@ -1103,8 +1104,8 @@ seen_err seen__ef_with(seen__run *out, const seen__run *r, const uint64_t *vals,
     err = SEEN_OK;
     const uint64_t n2 = (uint64_t)r->n + m;
     const uint64_t span2 = m > inside ? fresh[m - 1] : r->span;
-    if ((r->nsegs > 1 && *held > 0) || n2 > UINT32_MAX || !seen__ef_wanted(r->c, n2, span2, true) ||
-        seen__ef_low_bits(n2, span2) != r->ef.low)
+    if ((r->nsegs > 1 && *held > 0) || n2 > UINT32_MAX ||
+        !seen__ef_wanted(r->c, n2, span2, shape) || seen__ef_low_bits(n2, span2) != r->ef.low)
         goto done;
     nr.tail = NULL;
     nr.tail_bit = 0;

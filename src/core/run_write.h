@@ -131,9 +131,10 @@ seen_err seen__tags_without(const seen__run *r, const uint64_t *gone_at, size_t 
                             void **own_b);
 /* seen__run_with for an Elias-Fano run (run_ef.c). */
 seen_err seen__ef_with(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
-                       uint32_t tag, size_t *held, bool *applies);
+                       unsigned shape, uint32_t tag, size_t *held, bool *applies);
 /* seen__run_without for an Elias-Fano run (run_ef.c). */
 seen_err seen__ef_without(seen__run *out, const seen__run *r, const uint64_t *vals, size_t k,
-                          uint64_t *removed_per_tag, size_t *removed, bool *applies);
+                          unsigned shape, uint64_t *removed_per_tag, size_t *removed,
+                          bool *applies);
 
 #endif /* SEEN_RUN_WRITE_H */

@@ -394,7 +394,8 @@ seen_err seen_add_int(seen_set *s, const uint64_t *items, size_t n, const int64_
 /* Remove sorted keys from run r without rebuilding it (seen__run_without),
  * and charge what went to the segments; *applies false: rebuild instead. */
 static seen_err run_remove_in_place(next_state *ns, const seen__run *r, const seen__divider *d,
-                                    const uint64_t *keys, size_t u, seen__run *out, bool *applies)
+                                    const uint64_t *keys, size_t u, unsigned shape, seen__run *out,
+                                    bool *applies)
 {
     uint64_t *vals = seen__malloc((u ? u : 1) * sizeof *vals);
     uint64_t *per_tag = seen__calloc(r->nsegs, sizeof *per_tag);
@@ -410,7 +411,7 @@ static seen_err run_remove_in_place(next_state *ns, const seen__run *r, const se
             vals[k++] = v;
     }
     size_t gone;
-    seen_err err = seen__run_without(out, r, vals, k, per_tag, &gone, applies);
+    seen_err err = seen__run_without(out, r, vals, k, shape, per_tag, &gone, applies);
     if (err == SEEN_OK && *applies && gone == 0)
         *applies = false; /* nothing matched after all: let the rebuild decide */
     if (err == SEEN_OK && *applies) {
@@ -536,6 +537,9 @@ static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, 
         memcpy(rl->r, s->runs, s->nruns * sizeof *s->runs);
     rl->n = s->nruns;
     bool runs_changed = false;
+    /* A run edited in place stays Elias-Fano while a rebuild of it, as the
+     * run taking the head or not, could code it so. */
+    const unsigned shape = SEEN_RUN_TAKES_HEAD | seen__set_run_shape(s);
     for (uint32_t i = 0; i < rl->n; i++) {
         seen__run *r = &rl->r[i];
         seen__divider d;
@@ -552,7 +556,7 @@ static seen_err remove_keys(seen_set *s, uint64_t *keys, size_t n, int64_t now, 
         if (!seen__run_has_dead(s, &ns, r)) {
             /* In place: copy the buckets no removed value is in. */
             bool applies;
-            if ((err = run_remove_in_place(&ns, r, &d, keys, u, &nr, &applies)) != SEEN_OK)
+            if ((err = run_remove_in_place(&ns, r, &d, keys, u, shape, &nr, &applies)) != SEEN_OK)
                 goto out;
             if (applies) {
                 seen__runlist_replace(rl, i, i + 1, &nr, false);

@@ -301,7 +301,8 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
         size_t removed = 0;
         bool applies = false;
         seen__run edited;
-        assert_int_equal(seen__run_without(&edited, &run, gone, k, per_tag, &removed, &applies),
+        assert_int_equal(seen__run_without(&edited, &run, gone, k, SEEN_RUN_TAKES_HEAD, per_tag,
+                                           &removed, &applies),
                          SEEN_OK);
         /* An Elias-Fano run keeps its ends exact: losing one, it is rebuilt. */
         assert_true(!ef || !ends || !applies);
@@ -382,13 +383,15 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
         size_t held = 0, want_held = 0;
         bool applies = false;
         seen__run grown;
-        assert_int_equal(seen__run_with(&grown, &run, add, k, tag, &held, &applies), SEEN_OK);
+        assert_int_equal(
+            seen__run_with(&grown, &run, add, k, SEEN_RUN_TAKES_HEAD, tag, &held, &applies),
+            SEEN_OK);
         /* An Elias-Fano run keeps its base and its low bits: a value
          * below base, or a count and span calling for other low bits,
          * rebuild it; values past the top extend it. */
         const uint64_t top_after = add[k - 1] > v[n - 1] ? add[k - 1] - run.base : run.span;
         if (ef && (add[0] < v[0] || seen__ef_low_bits(n + k, top_after) != run.ef.low ||
-                   !seen__ef_wanted(run.c, n + k, top_after, true)))
+                   !seen__ef_wanted(run.c, n + k, top_after, SEEN_RUN_TAKES_HEAD)))
             assert_false(applies);
         bool holds_one = false;
         for (size_t a = 0, i = 0; a < k; a++) {
@@ -533,7 +536,9 @@ static void test_run_widens(void **state)
         seen__run grown;
         size_t held = 0;
         bool applies = false;
-        assert_int_equal(seen__run_with(&grown, &run, add, 3, tag, &held, &applies), SEEN_OK);
+        assert_int_equal(
+            seen__run_with(&grown, &run, add, 3, SEEN_RUN_TAKES_HEAD, tag, &held, &applies),
+            SEEN_OK);
         assert_true(applies);
         assert_int_equal(held, 0);
         assert_int_equal(seen__run_validate(&grown), SEEN_OK);
@@ -598,7 +603,9 @@ static void test_run_appends(void **state)
             size_t held = 0;
             bool applies = false;
             seen__run grown;
-            assert_int_equal(seen__run_with(&grown, &run, add, 20, tag, &held, &applies), SEEN_OK);
+            assert_int_equal(
+                seen__run_with(&grown, &run, add, 20, SEEN_RUN_TAKES_HEAD, tag, &held, &applies),
+                SEEN_OK);
             for (size_t i = 0; i < 20; i++, n++) {
                 v[n] = add[i];
                 t[n] = (uint16_t)tag;

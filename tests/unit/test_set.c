@@ -1367,10 +1367,69 @@ static void test_live_adds_after_import(void **state)
     seen_free(s);
 }
 
+/* A key written live from its first day keeps runs planned while it was
+ * small (its first days' and its young plan's).  Once it holds
+ * SEEN_EF_LARGE_SET values those are recoded Elias-Fano (every add probes
+ * every run), and every item stays seen, through a reload too. */
+static void test_large_set_recodes_small_plans_runs(void **state)
+{
+    (void)state;
+    seen_policy p;
+    seen_policy_default(&p);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    enum {
+        PAGE = 20,
+        PER_DAY = 2 * SEEN_EF_LARGE_SET / 60,
+        N = 2 * SEEN_EF_LARGE_SET / PAGE * PAGE
+    };
+    probe_items pi;
+    items_alloc(&pi, N);
+    for (size_t i = 0; i < N; i++)
+        items_set(&pi, i, i * 0x9e3779b97f4a7c15u + 7);
+    const int64_t step = DAY * PAGE / PER_DAY;
+    bool golomb_while_small = false, recoded = false;
+    int64_t now = T0;
+    for (size_t i = 0; i < N; i += PAGE, now += step) {
+        assert_int_equal(seen_add_str(s, pi.strs + i, PAGE, NULL, now, NULL), SEEN_OK);
+        uint64_t stored = 0;
+        for (uint32_t r = 0; r < s->nruns; r++)
+            stored += s->runs[r].n;
+        for (uint32_t r = 0; r < s->nruns; r++) {
+            const seen__run *run = &s->runs[r];
+            bool wanted =
+                run->c > 1 && seen__ef_wanted(run->c, run->n, run->span, SEEN_RUN_IN_LARGE_SET);
+            if (!wanted)
+                continue;
+            if (stored < SEEN_EF_LARGE_SET) {
+                golomb_while_small |= !seen__run_is_ef(run);
+            } else if (stored >= SEEN_EF_LARGE_SET + 2 * SEEN_HEAD_MAX) {
+                /* The flush that saw the set this large recoded it. */
+                assert_true(seen__run_is_ef(run));
+                recoded |= run->n < SEEN_EF_MIN_RUN;
+            }
+        }
+    }
+    assert_true(golomb_while_small);
+    assert_true(recoded);
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    for (int pass = 0; pass < 2; pass++) {
+        uint8_t *seen = calloc(N, 1);
+        assert_int_equal(seen_filter_str(s, pi.strs, N, now, seen), SEEN_OK);
+        for (size_t i = 0; i < N; i++)
+            assert_int_equal(seen[i], 1);
+        free(seen);
+        s = roundtrip(s);
+    }
+    items_free(&pi);
+    seen_free(s);
+}
+
 /* The run that takes the head, in a set past its first window: Golomb
- * while small, Elias-Fano once it holds SEEN_EF_MIN_HEAD_RUN values (every
- * add probes it), flushed into and deleted from in place from then on.
- * The items it took stay seen, through a reload too. */
+ * while small, Elias-Fano once it holds SEEN_EF_MIN_HEAD_RUN values
+ * (SEEN_EF_MIN_LARGE_SET_RUN in a set this large; every add probes it),
+ * flushed into and deleted from in place from then on.  The items it took
+ * stay seen, through a reload too. */
 static void test_head_run_turns_elias_fano(void **state)
 {
     (void)state;
@@ -1401,7 +1460,9 @@ static void test_head_run_turns_elias_fano(void **state)
             if (run->c <= 1 || run_newest_slice(s, run, &several) != slice || several)
                 continue;
             /* The run of this slice alone: the one the head goes into. */
-            if (run->n < SEEN_EF_MIN_HEAD_RUN) {
+            const size_t least =
+                seen__set_run_shape(s) ? SEEN_EF_MIN_LARGE_SET_RUN : SEEN_EF_MIN_HEAD_RUN;
+            if (run->n < least) {
                 assert_false(seen__run_is_ef(run));
                 golomb_seen = true;
             } else if (seen__ef_low_bits(run->n, run->span) <= SEEN_EF_MAX_LOW_BITS) {
@@ -1428,7 +1489,7 @@ static void test_head_run_turns_elias_fano(void **state)
         bool several;
         const seen__run *run = &s->runs[r];
         if (run->c > 1 && run_newest_slice(s, run, &several) == slice && !several)
-            still_ef |= seen__run_is_ef(run) && run->n >= SEEN_EF_MIN_HEAD_RUN;
+            still_ef |= seen__run_is_ef(run) && run->n >= SEEN_EF_MIN_LARGE_SET_RUN;
     }
     assert_true(still_ef);
     assert_int_equal(seen__set_check(s), SEEN_OK);
@@ -2664,6 +2725,7 @@ int main(void)
         cmocka_unit_test(test_light_user_turning_heavy),
         cmocka_unit_test(test_live_adds_after_import),
         cmocka_unit_test(test_head_run_turns_elias_fano),
+        cmocka_unit_test(test_large_set_recodes_small_plans_runs),
         cmocka_unit_test(test_page_head_matches_loaded),
         cmocka_unit_test(test_loaded_edges_take_writes),
         cmocka_unit_test(test_writes_near_linear),
