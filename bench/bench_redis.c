@@ -25,7 +25,9 @@
  *     bytes cost the server whoever made them.
  *   - Adds of 20 items (one feed page) to random users: items/s, with the
  *     users drawn uniformly, then SEEN.ADD and SADD again with users drawn
- *     in proportion to their history (as a feed's writes come).
+ *     in proportion to their history (as a feed's writes come), and in
+ *     sessions (every user a page or two into its key as loaded, as users
+ *     write between rests, where the rounds above make a burst).
  *   - The false-positive rate, on fresh candidates.
  *
  * Noise: the machine is shared, so each figure is the median of several
@@ -963,6 +965,10 @@ add_result ADDS_BY_SIZE[2] = {
     {.label = "SEEN.ADD key i1 … i20", .stat = "seen.add"},
     {.label = "SADD key i1 … i20", .stat = "sadd"},
 };
+add_result ADDS_SESSIONS[2] = {
+    {.label = "SEEN.ADD key i1 … i20", .stat = "seen.add"},
+    {.label = "SADD key i1 … i20", .stat = "sadd"},
+};
 
 /* Each population user's history size, as loaded: the weights of the add
  * rounds that draw users as a feed's traffic does. */
@@ -972,6 +978,8 @@ typedef struct add_ctx {
     int which;
     int users;
     const double *cum; /* cumulative history sizes to draw users by; NULL: uniformly */
+    const int *deck;   /* or users in this order (deck_n of them, then again) */
+    int deck_n, deck_pos;
     uint64_t counter;
     int64_t ts;
     uint64_t checked;     /* fresh items whose page was answered */
@@ -997,7 +1005,9 @@ static void add_gen(void *ctx, int conn, drv_req *req, char **scratch, size_t *c
     size_t lens[2 + 2 * PAGE];
     int i = 0;
     int u = (int)(rnd() % (uint64_t)a->users);
-    if (a->cum) {
+    if (a->deck) {
+        u = a->deck[a->deck_pos++ % a->deck_n];
+    } else if (a->cum) {
         /* The first user whose cumulative size reaches the draw. */
         const double x = rnd01() * a->cum[a->users - 1];
         int lo = 0, hi = a->users - 1;
@@ -1126,12 +1136,78 @@ static void add_round(const drv_server *srv, redisContext *ctl, add_ctx *a, cons
     out->ccpu[r] = res.client_cpu_frac;
 }
 
+/*
+ * A round of sessions: every user writes SESSION_PAGES pages into its key
+ * as loaded, in a shuffled order, as a feed's users write a session's
+ * pages between rests (a round of add_round gives a ~100-item key a few
+ * dozen pages within a fraction of a second, a burst no user writes).
+ * Sweeps of it repeat, each user's key restored once it has grown by more
+ * than a twentieth, until they add up to a round's length.
+ */
+static void session_round(const drv_server *srv, redisContext *ctl, add_ctx *a, const pop_dump *d,
+                          add_result *out, int r)
+{
+    restore_population(ctl, a->which, d);
+    const int n = C.users * SESSION_PAGES;
+    int *deck = xmalloc((size_t)n * sizeof *deck);
+    long *grown = xmalloc((size_t)C.users * sizeof *grown);
+    memset(grown, 0, (size_t)C.users * sizeof *grown);
+    double wall = 0, srv_us = 0, cmd_us = 0, scpu = 0, ccpu = 0;
+    long long replies = 0;
+    for (int sweep = 0; sweep < 1000 && wall < C.slot_s; sweep++) {
+        for (int i = 0; i < n; i++)
+            deck[i] = i % C.users;
+        for (int i = n - 1; i > 0; i--) {
+            const int j = (int)(rnd() % (uint64_t)(i + 1)), x = deck[i];
+            deck[i] = deck[j];
+            deck[j] = x;
+        }
+        a->deck = deck, a->deck_n = n, a->deck_pos = 0;
+        const int in_flight = C.conns * C.depth * 4;
+        drv_load load = {C.conns, C.depth * 4,
+                         0.0,     n > 2 * in_flight ? n - in_flight : n / 2,
+                         2.0,     ADDS[a->which].stat};
+        drv_result res;
+        drv_run(srv, ctl, &load, add_gen, add_check, a, &res);
+        wall += res.wall_s;
+        replies += res.replies;
+        srv_us += res.server_us_per_req * (double)res.replies;
+        cmd_us += res.cmd_us_per_req * (double)res.replies;
+        scpu += res.server_cpu_frac * res.wall_s;
+        ccpu += res.client_cpu_frac * res.wall_s;
+        /* Keys grown past a twentieth of their history go back to it. */
+        piper p = {ctl, 0};
+        for (int i = 0; i < a->deck_pos; i++)
+            grown[deck[i % n]] += PAGE;
+        for (int u = 0; u < C.users; u++) {
+            if (grown[u] * 20 <= pop_items[u])
+                continue;
+            char key[48];
+            key_of(key, sizeof key, a->which, u);
+            const char *argv[5] = {"RESTORE", key, "0", d->blob[u], "REPLACE"};
+            size_t lens[5] = {7, strlen(key), 1, d->len[u], 7};
+            pipe_argv(&p, 5, argv, lens);
+            grown[u] = 0;
+        }
+        pipe_flush(&p);
+    }
+    a->deck = NULL;
+    free(deck);
+    free(grown);
+    out->ran = 1;
+    out->thr[r] = wall > 0 ? (double)replies * PAGE / wall : 0;
+    out->srv_us[r] = replies ? srv_us / (double)replies : 0;
+    out->cmd_us[r] = replies ? cmd_us / (double)replies : 0;
+    out->scpu[r] = wall > 0 ? scpu / wall : 0;
+    out->ccpu[r] = wall > 0 ? ccpu / wall : 0;
+}
+
 static void run_adds(const drv_server *srv, redisContext *ctl, int64_t ts)
 {
     add_ctx ctx[NADDS];
     pop_dump dumps[NADDS];
     for (int k = 0; k < NADDS; k++) {
-        ctx[k] = (add_ctx){k, C.users, NULL, 0, ts, 0, 0};
+        ctx[k] = (add_ctx){k, C.users, NULL, NULL, 0, 0, 0, ts, 0, 0};
         if (k != A_BF || C.bloom)
             dump_population(ctl, k, &dumps[k]);
     }
@@ -1166,6 +1242,16 @@ static void run_adds(const drv_server *srv, redisContext *ctl, int64_t ts)
                  r + 1, C.add_rounds, ADDS_BY_SIZE[0].thr[r] / 1e3, ADDS_BY_SIZE[1].thr[r] / 1e3);
     }
     free(cum);
+    for (int j = 0; j < 2; j++)
+        ctx[by_size[j]].cum = NULL;
+    for (int r = 0; r < C.add_rounds; r++) {
+        for (int j = 0; j < 2; j++)
+            session_round(srv, ctl, &ctx[by_size[j]], &dumps[by_size[j]], &ADDS_SESSIONS[j], r);
+        for (int j = 0; j < 2; j++)
+            ADDS_SESSIONS[j].ratio[r] = ADDS_SESSIONS[j].thr[r] / ADDS_SESSIONS[1].thr[r];
+        progress("adds in sessions: round %d/%d: SEEN.ADD %.0fk items/s, SADD %.0fk", r + 1,
+                 C.add_rounds, ADDS_SESSIONS[0].thr[r] / 1e3, ADDS_SESSIONS[1].thr[r] / 1e3);
+    }
     check_add_false_positives(&ctx[A_SEEN]);
     progress("adds: SEEN.ADD counted %llu of %llu fresh items as already held",
              (unsigned long long)ctx[A_SEEN].seen_before, (unsigned long long)ctx[A_SEEN].checked);

@@ -19,6 +19,7 @@
 #define ID_LEN 24        /* item ids: 24 hex characters */
 #define LOAD_BATCHES 360 /* a history arrives in this many batches (4 a day) */
 #define PAGE 20          /* items per add: one feed page */
+#define SESSION_PAGES 2  /* pages per user in a round of sessions (adds) */
 #define VARIANTS 4       /* distinct candidate batches per workload */
 #define MAX_HIST 4
 #define MAX_BATCH 2
@@ -182,6 +183,7 @@ extern long long REF_SERIALIZED[MAX_HIST][2]; /* in-process, and SEEN.INFO's */
 extern add_result ADDS[NADDS];
 /* SEEN.ADD and SADD with users drawn in proportion to their history. */
 extern add_result ADDS_BY_SIZE[2];
+extern add_result ADDS_SESSIONS[2];
 extern transport_result TRANSPORT; /* the 10,000-candidate, 10,000-item workload */
 extern const int SAT_METHODS[2];
 

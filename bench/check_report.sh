@@ -14,6 +14,7 @@ for section in "## Targets" "## Memory per item" "### Where a seen key's bytes g
 done
 grep -qF "drawn in proportion to each user's history" "$md" ||
   fail "the adds drawn by history size are missing"
+grep -qF "in sessions (every user" "$md" || fail "the adds in sessions are missing"
 grep -Eiq '(^|[^a-z])(nan|inf)([^a-z]|$)' "$md" && fail "NaN or Inf in the report"
 grep -Eq '\| -[0-9]' "$md" && fail "a negative figure in a table"
 # Every table row has as many cells as its header.
