@@ -8,7 +8,8 @@ a key settled from three windows of imports taking live adds, keys
 planned ahead of what they hold (a capped key without a window while it
 fills, one with no limit, a week-long window's first day), and one
 whose run taking those adds grows past 4,096 values (coded Elias-Fano
-from there), loses some of them and takes more.  After
+from there), loses some of them and takes more, and one written live from
+its first day past 16,384 items (its small runs recoded Elias-Fano).  After
 each workload the answers and bytes of every key must survive DEBUG RELOAD,
 a restart from RDB, a restart from AOF, a replica's full sync and
 DUMP/RESTORE; nothing may be refused and the server must stay up.  (make test-module-san runs this file against the
@@ -287,6 +288,31 @@ def write_everything(server, tmp_path):
         c.execute_command("SEEN.INSERT", "headrun", "NOW", hr_end + step * (i + 2), "ITEMS",
                           live[i])
     w.expect("headrun", [x for k, x in enumerate(live) if k >= 5000 or k % 100])
+
+    # A key written live from its first day past 16,384 items: the runs its
+    # first days' and young plans left while it was small are recoded
+    # Elias-Fano once it is that large, as every run of 256 values or more
+    # is from then on; then deletes (edits of such runs in place) and more
+    # pages.
+    grown = ["gr%d" % i for i in range(21000)]
+    pipe = c.pipeline(transaction=False)
+    for p in range(1000):
+        pipe.execute_command("SEEN.INSERT", "grown", "NOW", now - 60 * DAY + p * (59 * DAY) // 1000,
+                             "ITEMS", *grown[20 * p:20 * p + 20])
+    pipe.execute()
+    runs = info_map(c.execute_command("SEEN.INFO", "grown"))["runs"]
+    assert sum(r["items"] for r in runs) >= 16384, runs
+    assert any(256 <= r["items"] < 8192 for r in runs[:-1]), runs
+    gone = grown[:20000:97]
+    assert c.execute_command("SEEN.REMOVE", "grown", "NOW", now - DAY // 2, "ITEMS",
+                             *gone) == len(gone)
+    pipe = c.pipeline(transaction=False)
+    for p in range(1000, 1050):
+        pipe.execute_command("SEEN.INSERT", "grown", "NOW", now - DAY // 2 + p, "ITEMS",
+                             *grown[20 * p:20 * p + 20])
+    pipe.execute()
+    kept = set(gone)
+    w.expect("grown", [x for x in grown[::3] if x not in kept])
 
     # A small capped key at a high error, a few ids added again and again:
     # fingerprint collisions move shadow marks (the count must stay safe).
