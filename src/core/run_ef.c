@@ -942,8 +942,9 @@ seen_err seen__ef_without(seen__run *out, const seen__run *r, const uint64_t *va
         goto done;
     }
     const uint64_t n2 = r->n - gone;
-    /* A compact Elias-Fano run under SEEN_EF_MIN_RUN values is one that
-     * took the head: it stays so while the head's run would be. */
+    /* A compact Elias-Fano run under SEEN_EF_MIN_RUN values took the head
+     * or is a large set's: it stays so while a rebuild shaped `shape`
+     * would code it so. */
     if (gone_at[0] == 0 || gone_at[gone - 1] + 1 == r->n ||
         !seen__ef_wanted(r->c, n2, r->span, shape) || seen__ef_low_bits(n2, r->span) != r->ef.low)
         goto done;
