@@ -1106,16 +1106,21 @@ static void dump_population(redisContext *c, int which, pop_dump *d)
     }
 }
 
+/* Queue user u's key of one kind back to its loaded state. */
+static void restore_user(piper *p, int which, const pop_dump *d, int u)
+{
+    char key[48];
+    key_of(key, sizeof key, which, u);
+    const char *argv[5] = {"RESTORE", key, "0", d->blob[u], "REPLACE"};
+    size_t lens[5] = {7, strlen(key), 1, d->len[u], 7};
+    pipe_argv(p, 5, argv, lens);
+}
+
 static void restore_population(redisContext *c, int which, const pop_dump *d)
 {
     piper p = {c, 0};
-    for (int u = 0; u < C.users; u++) {
-        char key[48];
-        key_of(key, sizeof key, which, u);
-        const char *argv[5] = {"RESTORE", key, "0", d->blob[u], "REPLACE"};
-        size_t lens[5] = {7, strlen(key), 1, d->len[u], 7};
-        pipe_argv(&p, 5, argv, lens);
-    }
+    for (int u = 0; u < C.users; u++)
+        restore_user(&p, which, d, u);
     pipe_flush(&p);
 }
 
@@ -1182,11 +1187,7 @@ static void session_round(const drv_server *srv, redisContext *ctl, add_ctx *a, 
         for (int u = 0; u < C.users; u++) {
             if (grown[u] * 20 <= pop_items[u])
                 continue;
-            char key[48];
-            key_of(key, sizeof key, a->which, u);
-            const char *argv[5] = {"RESTORE", key, "0", d->blob[u], "REPLACE"};
-            size_t lens[5] = {7, strlen(key), 1, d->len[u], 7};
-            pipe_argv(&p, 5, argv, lens);
+            restore_user(&p, a->which, d, u);
             grown[u] = 0;
         }
         pipe_flush(&p);
