@@ -27,7 +27,9 @@
  *     users drawn uniformly, then SEEN.ADD and SADD again with users drawn
  *     in proportion to their history (as a feed's writes come), and in
  *     sessions (every user a page or two into its key as loaded, as users
- *     write between rests, where the rounds above make a burst).
+ *     write between rests, where the rounds above make a burst); and per
+ *     history size, pages into copies of each history's key as loaded,
+ *     SEEN.ADD's time in the command beside SADD's.
  *   - The false-positive rate, on fresh candidates.
  *
  * Noise: the machine is shared, so each figure is the median of several
@@ -1266,6 +1268,91 @@ static void run_adds(const drv_server *srv, redisContext *ctl, int64_t ts)
     }
 }
 
+/*
+ * SEEN.ADD and SADD per history size: pages of PAGE fresh items into
+ * copies of each history's key as loaded (RESTORE of its DUMP), each copy
+ * taking up to a twentieth of its size, so that every page lands on a key
+ * of that size; the command's own time per page (INFO commandstats), the
+ * two commands alternating round by round.  The population's draws above
+ * mix three sizes; this is how a page's cost grows with the key.
+ */
+hist_adds ADDS_PER_HIST[MAX_HIST];
+#define HIST_ADD_PAGES 200  /* pages per round and command */
+#define HIST_ADD_COPIES 200 /* copies of a key, at most */
+#define STREAM_HIST_ADD 800000u
+
+static void run_adds_per_history(redisContext *ctl)
+{
+    static const char *const names[2] = {"SEEN.ADD", "SADD"};
+    static const char *const stats[2] = {"seen.add", "sadd"};
+    static const int kinds[2] = {K_SEEN, K_SET};
+    uint64_t counter = 0;
+    for (int h = 0; h < C.nhist; h++) {
+        hist_adds *ha = &ADDS_PER_HIST[h];
+        const long n = C.hist[h];
+        ha->pages_per_key = n / (20 * PAGE) > 1 ? (int)(n / (20 * PAGE)) : 1;
+        ha->copies = (HIST_ADD_PAGES + ha->pages_per_key - 1) / ha->pages_per_key;
+        if (ha->copies > HIST_ADD_COPIES)
+            ha->copies = HIST_ADD_COPIES;
+        redisReply *dumps[2];
+        for (int j = 0; j < 2; j++) {
+            dumps[j] = drv_cmd(ctl, "DUMP %s:h%ld", kind_key[kinds[j]], n);
+            if (dumps[j]->type != REDIS_REPLY_STRING)
+                drv_die("DUMP %s:h%ld: no such key", kind_key[kinds[j]], n);
+        }
+        for (int r = 0; r < C.add_rounds; r++) {
+            for (int j = 0; j < 2; j++) {
+                piper p = {ctl, 0};
+                char key[48], ids[PAGE][ID_LEN];
+                for (int i = 0; i < ha->copies; i++) {
+                    snprintf(key, sizeof key, "addh:%s:%ld:%d", kind_key[kinds[j]], n, i);
+                    const char *argv[5] = {"RESTORE", key, "0", dumps[j]->str, "REPLACE"};
+                    size_t lens[5] = {7, strlen(key), 1, dumps[j]->len, 7};
+                    pipe_argv(&p, 5, argv, lens);
+                }
+                pipe_flush(&p);
+                long long calls0, calls1;
+                const double us0 = drv_command_usec(ctl, stats[j], &calls0);
+                for (int pg = 0; pg < ha->pages_per_key; pg++)
+                    for (int i = 0; i < ha->copies; i++) {
+                        snprintf(key, sizeof key, "addh:%s:%ld:%d", kind_key[kinds[j]], n, i);
+                        const char *argv[2 + PAGE];
+                        size_t lens[2 + PAGE];
+                        argv[0] = names[j], lens[0] = strlen(names[j]);
+                        argv[1] = key, lens[1] = strlen(key);
+                        for (int k = 0; k < PAGE; k++) {
+                            make_id(STREAM_HIST_ADD + (uint64_t)h, counter++, ids[k]);
+                            argv[2 + k] = ids[k], lens[2 + k] = ID_LEN;
+                        }
+                        pipe_argv(&p, 2 + PAGE, argv, lens);
+                    }
+                pipe_flush(&p);
+                const double us1 = drv_command_usec(ctl, stats[j], &calls1);
+                if (calls1 <= calls0)
+                    drv_die("adds per history: no %s calls counted", names[j]);
+                ha->cmd[j].cmd_us[r] = (us1 - us0) / (double)(calls1 - calls0);
+            }
+            ha->cmd[0].ratio[r] = ha->cmd[1].cmd_us[r] / ha->cmd[0].cmd_us[r];
+        }
+        piper p = {ctl, 0};
+        for (int j = 0; j < 2; j++) {
+            for (int i = 0; i < ha->copies; i++) {
+                char key[48];
+                snprintf(key, sizeof key, "addh:%s:%ld:%d", kind_key[kinds[j]], n, i);
+                const char *argv[2] = {"DEL", key};
+                size_t lens[2] = {3, strlen(key)};
+                pipe_argv(&p, 2, argv, lens);
+            }
+            freeReplyObject(dumps[j]);
+        }
+        pipe_flush(&p);
+        ha->ran = 1;
+        progress("adds into %ld-item keys: SEEN.ADD %.1f us, SADD %.1f us in the command (medians)",
+                 n, median(ha->cmd[0].cmd_us, C.add_rounds),
+                 median(ha->cmd[1].cmd_us, C.add_rounds));
+    }
+}
+
 /* ================================================================ FPR */
 
 /* Fresh candidates (never added) against the seen and BF keys of each size. */
@@ -1793,6 +1880,7 @@ int main(int argc, char **argv)
     cross x;
     run_cross_check(&srv, ctl, hist_ids, &x);
     run_adds(&srv, ctl, t_end);
+    run_adds_per_history(ctl);
 
     load_average(mi.load_after, sizeof mi.load_after);
     write_report(&mi, hm, &pm, apps, fr, &x, drv_now() - g_start);

@@ -184,6 +184,15 @@ extern add_result ADDS[NADDS];
 /* SEEN.ADD and SADD with users drawn in proportion to their history. */
 extern add_result ADDS_BY_SIZE[2];
 extern add_result ADDS_SESSIONS[2];
+/* SEEN.ADD and SADD per history size (cmd[0], cmd[1]): a page's time in
+ * the command, round by round, into `copies` copies of the history's key
+ * as loaded, each taking `pages_per_key` pages; cmd[0].ratio is SADD's
+ * time over SEEN.ADD's. */
+typedef struct hist_adds {
+    int ran, copies, pages_per_key;
+    add_result cmd[2];
+} hist_adds;
+extern hist_adds ADDS_PER_HIST[MAX_HIST];
 extern transport_result TRANSPORT; /* the 10,000-candidate, 10,000-item workload */
 extern const int SAT_METHODS[2];
 

@@ -251,6 +251,20 @@ static void write_speed_targets(FILE *f)
                  1.0);
     ratio_target(f, "`SEEN.ADD` of 20-item pages / `SADD`, items per second", ADDS[A_SEEN].ran,
                  median(ADDS[A_SEEN].ratio, C.add_rounds), 1.0);
+    /* The same per history size (in the command): the worst size. */
+    int worst_add = -1;
+    for (int hh = 0; hh < C.nhist; hh++)
+        if (ADDS_PER_HIST[hh].ran &&
+            (worst_add < 0 || median(ADDS_PER_HIST[hh].cmd[0].ratio, C.add_rounds) <
+                                  median(ADDS_PER_HIST[worst_add].cmd[0].ratio, C.add_rounds)))
+            worst_add = hh;
+    snprintf(what, sizeof what,
+             "the same per history size, in the command: the worst (%ld items; table under "
+             "\"Adds\")",
+             worst_add >= 0 ? C.hist[worst_add] : 0L);
+    ratio_target(f, what, worst_add >= 0,
+                 worst_add >= 0 ? median(ADDS_PER_HIST[worst_add].cmd[0].ratio, C.add_rounds) : 0,
+                 1.0);
     fprintf(f, "\n");
     /* What the worst item-argument form could reach if looking up cost
      * nothing: Redis parses every argument and replies every string. */
@@ -672,6 +686,29 @@ void write_report(const machine *mi, const hist_mem *hm, const pop_mem *pm, cons
                 median(ADDS_SESSIONS[0].ratio, C.add_rounds), C.add_rounds,
                 minimum(ADDS_SESSIONS[0].cmd_us, C.add_rounds),
                 minimum(ADDS_SESSIONS[1].cmd_us, C.add_rounds));
+
+    if (ADDS_PER_HIST[0].ran) {
+        fprintf(f,
+                "\nPer history size: pages of %d fresh items into copies of each history's key "
+                "as loaded (RESTORE of its DUMP; a copy takes up to a twentieth of its size, so "
+                "every page lands on a key of that size), the time in the command per page "
+                "(INFO commandstats), SEEN.ADD and SADD alternating over %d rounds; × = SADD's "
+                "time over SEEN.ADD's (above 1: SEEN.ADD takes more items per second).\n\n",
+                PAGE, C.add_rounds);
+        fprintf(f, "| history | copies × pages | SEEN.ADD µs (median) | (least) | SADD µs (median) "
+                   "| (least) | × SADD |\n"
+                   "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        for (int h = 0; h < C.nhist; h++) {
+            const hist_adds *ha = &ADDS_PER_HIST[h];
+            if (!ha->ran)
+                continue;
+            fprintf(
+                f, "| %s | %d × %d | %.1f | %.1f | %.1f | %.1f | %.2f× |\n", commas(C.hist[h], b1),
+                ha->copies, ha->pages_per_key, median(ha->cmd[0].cmd_us, C.add_rounds),
+                minimum(ha->cmd[0].cmd_us, C.add_rounds), median(ha->cmd[1].cmd_us, C.add_rounds),
+                minimum(ha->cmd[1].cmd_us, C.add_rounds), median(ha->cmd[0].ratio, C.add_rounds));
+        }
+    }
 
     /* ---- where the time goes */
     fprintf(f, "\n## Where the server's time goes (%d-candidate batches)\n\n", C.batch[b10]);

@@ -15,6 +15,7 @@ done
 grep -qF "drawn in proportion to each user's history" "$md" ||
   fail "the adds drawn by history size are missing"
 grep -qF "in sessions (every user" "$md" || fail "the adds in sessions are missing"
+grep -qF "Per history size: pages of" "$md" || fail "the adds per history size are missing"
 grep -Eiq '(^|[^a-z])(nan|inf)([^a-z]|$)' "$md" && fail "NaN or Inf in the report"
 grep -Eq '\| -[0-9]' "$md" && fail "a negative figure in a table"
 # Every table row has as many cells as its header.
