@@ -209,6 +209,22 @@
 #define SEEN_MANY_SLICES 16u
 #define SEEN_RUNS_WHOLE_REPLAN_MANY_SLICES 8u
 #define SEEN_RUNS_CONSOLIDATE_MANY_SLICES 12u
+/* A set storing fewer entries than SEEN_SMALL_WHOLE_REPLAN re-plans by
+ * whole factors only too, while it is not bursting and its target stays
+ * within SEEN_SMALL_WHOLE_REPLAN_REACH times what its plan holds.  A light
+ * user's pages come days apart and each moved the plan by a fraction, so
+ * a key of ~100 items held a run per page or two (2-5), each run's header
+ * and sparser codes costing more than the bit or so per item a plan up to
+ * twice too fine costs: on one lattice its runs fold into one.  In process
+ * (serialized bits per held item from day 100 on, mean and worst; pages of
+ * 10 every 9 days) 24.2 / 28.9 -> 21.7 / 23.0 bits, 2.9 -> 1.2 runs; ~50
+ * items 34.8 -> 27.1; from ~500 items held the same (up to 512 entries a
+ * 1,000-item key took +0.2 bit).  A burst is planned for what it
+ * projects, as a larger set's is: on whole factors a light user turned
+ * heavy (1 a day, then 20,000 on day 100) gave its first burst pages most
+ * of the budget and ended at 21.0 bits per live item against 19.9. */
+#define SEEN_SMALL_WHOLE_REPLAN 256u
+#define SEEN_SMALL_WHOLE_REPLAN_REACH 4.0
 
 /* A set without window or capacity plans for SEEN_GROWTH_AHEAD times the
  * items it holds: each doubling's runs then take ~1/32 of the budget, so

@@ -379,11 +379,21 @@ static void replan(const seen_set *s, next_state *ns, const runlist *rl, uint64_
         return;
     }
     double holds = ldexp(s->policy.error, 64) * (1.0 - SEEN_BUDGET_RESERVE) / (double)ns->plan_c;
-    if (young || rl->n >= runs_whole_replan(s)) {
+    uint64_t stored = ns->hn;
+    for (uint32_t i = 0; i < rl->n; i++)
+        stored += rl->r[i].n;
+    /* A small set's target moving a little (a light user's pages, days
+     * apart): whole factors.  Far past the plan (a burst): as a larger
+     * set re-plans, for what the burst projects. */
+    const bool small = stored < SEEN_SMALL_WHOLE_REPLAN &&
+                       (double)target <= holds * SEEN_SMALL_WHOLE_REPLAN_REACH &&
+                       !is_bursting(s, ns);
+    if (young || rl->n >= runs_whole_replan(s) || small) {
         /* The plan moves by whole factors only, so young runs (or those of
-         * a set with many runs already) convert to it exactly and fold
-         * together: finer by halving when the target outgrows it, coarser
-         * by a whole multiple once it holds more than twice the target. */
+         * a set with many runs already, or of a small one) convert to it
+         * exactly and fold together: finer by halving when the target
+         * outgrows it, coarser by a whole multiple once it holds more than
+         * twice the target. */
         while ((double)target > holds && ns->plan_c > 1 && !(ns->plan_c & 1)) {
             ns->plan_c >>= 1;
             holds *= 2;

@@ -868,6 +868,50 @@ static void test_import_at_one_now(void **state)
  * budget the plan still expects (they took it a run at a time, each next
  * one finer: 20.4 bits per item here, and in Redis 29.6 with the last
  * 14,000 items exact). */
+/* A light user: a page of 10 every 9 days (jittered), ~110 items held.
+ * Each page used to move the plan by a fraction and start a run of its
+ * own divisor (2-5 of them, 24 bits per held item on average); a set this
+ * small re-plans by whole factors, so its runs fold and it stays in one or
+ * two.  Serialized bits per held item from day 100 on. */
+static void test_light_user_keeps_few_runs(void **state)
+{
+    (void)state;
+    rng r = {test_seed("light-pages", 11)};
+    seen_policy p;
+    seen_policy_default(&p);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    enum { PAGE = 10 };
+    char ids[PAGE][24];
+    seen_str page[PAGE];
+    double sum = 0;
+    int samples = 0;
+    uint32_t most_runs = 0;
+    size_t k = 0;
+    for (int64_t now = T0; now < T0 + 250 * DAY; k++) {
+        for (size_t i = 0; i < PAGE; i++) {
+            snprintf(ids[i], sizeof ids[i], "l%zu-%zu", k, i);
+            page[i] = (seen_str){ids[i], strlen(ids[i])};
+        }
+        assert_int_equal(seen_add_str(s, page, PAGE, NULL, now, NULL), SEEN_OK);
+        assert_int_equal(seen_expire(s, now), SEEN_OK);
+        assert_int_equal(seen__set_check(s), SEEN_OK);
+        if (now - T0 > 100 * DAY) {
+            sum += (double)seen_serialized_size(s) * 8.0 / (double)seen_count(s, now);
+            samples++;
+            most_runs = s->nruns > most_runs ? s->nruns : most_runs;
+        }
+        now += (int64_t)(9.0 * (double)DAY * (0.5 + (double)rng_below(&r, 1000) / 1000.0));
+    }
+    s = roundtrip(s);
+    fprintf(stderr,
+            "[stat] light user, 10 every 9 days: %.1f bits per held item, %u runs at most\n",
+            sum / samples, most_runs);
+    assert_true(most_runs <= 2);
+    assert_true(sum / samples < 23.0);
+    seen_free(s);
+}
+
 static void test_light_user_turning_heavy(void **state)
 {
     (void)state;
@@ -2722,6 +2766,7 @@ int main(void)
         cmocka_unit_test(test_one_slice_and_many),
         cmocka_unit_test(test_capped_segments_bounded),
         cmocka_unit_test(test_burst_after_small_history),
+        cmocka_unit_test(test_light_user_keeps_few_runs),
         cmocka_unit_test(test_light_user_turning_heavy),
         cmocka_unit_test(test_live_adds_after_import),
         cmocka_unit_test(test_head_run_turns_elias_fano),
