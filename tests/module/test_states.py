@@ -314,6 +314,20 @@ def write_everything(server, tmp_path):
     kept = set(gone)
     w.expect("grown", [x for x in grown[::3] if x not in kept])
 
+    # A light user: a page of 10 every ~9 days over 85 days (inside the
+    # window, so the sweep has nothing to shed from it).  A set this small
+    # re-plans by whole factors, so its pages' runs fold into one or two
+    # where each page's plan used to leave a run of its own.
+    light, t = [], now - 85 * DAY
+    while t < now - DAY:
+        page = ["lt%d" % (len(light) + k) for k in range(10)]
+        c.execute_command("SEEN.INSERT", "light", "NOW", t, "ITEMS", *page)
+        light.extend((t, x) for x in page)
+        t += DAY * rng.randrange(5, 14)
+    runs = info_map(c.execute_command("SEEN.INFO", "light"))["runs"]
+    assert len(runs) <= 2, runs
+    w.expect("light", [x for _, x in light])
+
     # A small capped key at a high error, a few ids added again and again:
     # fingerprint collisions move shadow marks (the count must stay safe).
     c.execute_command("SEEN.RESERVE", "collide", "WINDOW", "0", "CAPACITY", "10", "SLICES", "64",
