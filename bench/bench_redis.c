@@ -1108,14 +1108,20 @@ static void dump_population(redisContext *c, int which, pop_dump *d)
     }
 }
 
+/* Queue a RESTORE of `key` from a DUMP's bytes, replacing what it holds. */
+static void pipe_restore(piper *p, const char *key, const char *blob, size_t len)
+{
+    const char *argv[5] = {"RESTORE", key, "0", blob, "REPLACE"};
+    size_t lens[5] = {7, strlen(key), 1, len, 7};
+    pipe_argv(p, 5, argv, lens);
+}
+
 /* Queue user u's key of one kind back to its loaded state. */
 static void restore_user(piper *p, int which, const pop_dump *d, int u)
 {
     char key[48];
     key_of(key, sizeof key, which, u);
-    const char *argv[5] = {"RESTORE", key, "0", d->blob[u], "REPLACE"};
-    size_t lens[5] = {7, strlen(key), 1, d->len[u], 7};
-    pipe_argv(p, 5, argv, lens);
+    pipe_restore(p, key, d->blob[u], d->len[u]);
 }
 
 static void restore_population(redisContext *c, int which, const pop_dump *d)
@@ -1306,9 +1312,7 @@ static void run_adds_per_history(redisContext *ctl)
                 char key[48], ids[PAGE][ID_LEN];
                 for (int i = 0; i < ha->copies; i++) {
                     snprintf(key, sizeof key, "addh:%s:%ld:%d", kind_key[kinds[j]], n, i);
-                    const char *argv[5] = {"RESTORE", key, "0", dumps[j]->str, "REPLACE"};
-                    size_t lens[5] = {7, strlen(key), 1, dumps[j]->len, 7};
-                    pipe_argv(&p, 5, argv, lens);
+                    pipe_restore(&p, key, dumps[j]->str, dumps[j]->len);
                 }
                 pipe_flush(&p);
                 long long calls0, calls1;
