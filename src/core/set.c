@@ -232,9 +232,15 @@ int64_t seen_forget_all_at(const seen_set *s)
         return 0;
     if (!s->slice_ms)
         return INT64_MAX;
+    /* Every segment that stores an entry, whatever its count: a re-add
+     * whose older copy a fingerprint collision hid marks the newest
+     * segment with an entry left (write.c, mark_unplaced_shadow), which
+     * may be the one holding that very item, counted 0 while it answers
+     * for it.  Taken by its count, a set whose only live entry was so
+     * marked looked forgotten, and its next write started it afresh. */
     int64_t last = INT64_MIN;
     for (uint32_t i = 0; i < s->nsegs; i++)
-        if (!s->segs[i].dropped && seen__seg_items(&s->segs[i]) > 0) {
+        if (!s->segs[i].dropped && s->segs[i].phys > 0) {
             int64_t f = slice_forget_at(s, s->origin, s->segs[i].slice);
             if (f > last)
                 last = f;

@@ -506,6 +506,37 @@ static void test_capacity_window_late_approx(void **state)
  * into capped sets with and without a window, reloaded between writes:
  * the newest `cap` items by time stay, and the set holds no more than the
  * capacity rule allows. */
+/* A re-add whose older copy a fingerprint collision hid puts its mark on
+ * the newest segment with an entry left: here the segment of the item
+ * just added, its only live entry, which then counts 0 items.  The set
+ * must still know it holds something alive: taken by its counts it looked
+ * forgotten, and the next write started it afresh, losing that item (a
+ * program fuzz_ops found; ids chosen so that 33 collides with 51 at error
+ * 0.1). */
+static void test_collision_mark_keeps_the_set_alive(void **state)
+{
+    (void)state;
+    seen_policy p = {1000, 64, 0.1, 100, SEEN_IDS_STR, 0};
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    static const struct {
+        uint64_t id;
+        int64_t now, back;
+    } steps[] = {{42, 0, 418}, {51, 0, 0}, {51, 528, 481}, {33, 1008, 187}, {0, 1008, 0}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        str_item it;
+        make_str(&it, steps[i].id);
+        int64_t now = T0 + steps[i].now, t = now - steps[i].back;
+        assert_int_equal(seen_add_str(s, &it.s, 1, steps[i].back ? &t : NULL, now, NULL), SEEN_OK);
+        assert_int_equal(seen__set_check(s), SEEN_OK);
+        if (steps[i].id == 33) /* added at T0 + 821: kept to T0 + 1821 at least */
+            assert_true(seen_forget_all_at(s) >= T0 + 1821);
+    }
+    for (int64_t at = T0 + 1008; at < T0 + 1821; at += 100)
+        assert_true(set_sees(s, 33, at));
+    seen_free(s);
+}
+
 static void test_capacity_across_writes(void **state)
 {
     (void)state;
@@ -2762,6 +2793,7 @@ int main(void)
         cmocka_unit_test(test_capacity_window_late),
         cmocka_unit_test(test_capacity_window_late_approx),
         cmocka_unit_test(test_capacity_across_writes),
+        cmocka_unit_test(test_collision_mark_keeps_the_set_alive),
         cmocka_unit_test(test_no_window_approx),
         cmocka_unit_test(test_one_slice_and_many),
         cmocka_unit_test(test_capped_segments_bounded),
