@@ -93,6 +93,8 @@ typedef struct pattern {
     bool late_second_page;      /* the second page a minute older than the first */
     uint64_t min_live;          /* measured (bits, queries, reloads) from this many live
                                    items; 0: from BIG_KEY */
+    uint64_t load;              /* items written in one command at the start, all at one
+                                   time (a migrated SET: its members have no times) */
 } pattern;
 
 static double steady(double d)
@@ -141,21 +143,28 @@ static double light(double d)
     (void)d;
     return 1;
 }
+static double light100(double d)
+{
+    (void)d;
+    return 100;
+}
 
 static const pattern patterns[] = {
-    {"steady, 1,000 a day", steady, 0, 0, false, 0},
-    {"1,000 a day, second page a minute late", steady, 0, 0, true, 0},
-    {"1,000 a day, away days 10-140", steady, 10, 140, false, 0},
-    {"1,000 and 100 a day, 50 days each", swings, 0, 0, false, 0},
-    {"100 + 20 more each day", grows, 0, 0, false, 0},
-    {"100 + 100 more each day", grows_fast, 0, 0, false, 0},
-    {"doubling every 2 weeks, to 20,000", doubles, 0, 0, false, 0},
-    {"3,000 a day for 30 days, then 300", heavy_then_light, 0, 0, false, 0},
-    {"700 a day, 3,000 at weekends", weekends, 0, 0, false, 0},
-    {"waves, 1,000 x e^(1.5 sin(day/9))", waves, 0, 0, false, 0},
-    {"3,000 halving every 20 days, + 20", decays, 0, 0, false, 0},
-    {"1 a day, 20,000 on day 100", binge, 0, 0, false, 0},
-    {"a light user: 1 a day, a page every 20 days", light, 0, 0, false, 50},
+    {"steady, 1,000 a day", steady, 0, 0, false, 0, 0},
+    {"1,000 a day, second page a minute late", steady, 0, 0, true, 0, 0},
+    {"1,000 a day, away days 10-140", steady, 10, 140, false, 0, 0},
+    {"1,000 and 100 a day, 50 days each", swings, 0, 0, false, 0, 0},
+    {"100 + 20 more each day", grows, 0, 0, false, 0, 0},
+    {"100 + 100 more each day", grows_fast, 0, 0, false, 0, 0},
+    {"doubling every 2 weeks, to 20,000", doubles, 0, 0, false, 0, 0},
+    {"3,000 a day for 30 days, then 300", heavy_then_light, 0, 0, false, 0, 0},
+    {"700 a day, 3,000 at weekends", weekends, 0, 0, false, 0, 0},
+    {"waves, 1,000 x e^(1.5 sin(day/9))", waves, 0, 0, false, 0, 0},
+    {"3,000 halving every 20 days, + 20", decays, 0, 0, false, 0, 0},
+    {"1 a day, 20,000 on day 100", binge, 0, 0, false, 0, 0},
+    {"a light user: 1 a day, a page every 20 days", light, 0, 0, false, 50, 0},
+    {"10,000 at one time (a migrated SET), then 100 a day", light100, 0, 0, false, 0, 10000},
+    {"10,000 at one time, then 1,000 a day", steady, 0, 0, false, 0, 10000},
 };
 
 /* The other policies a key can be made with: a short window, a cap with
@@ -423,6 +432,7 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
         total += (uint64_t)c * PAGE;
         c -= (double)(uint64_t)c;
     }
+    total += pt->load;
     hset h;
     hset_init(&h, (size_t)total);
     double t_pages = 0, t_hset = 0;
@@ -434,6 +444,30 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
     seen_str page[PAGE];
     uint64_t page_int[PAGE];
     const bool by_int = ids_kind != IDS_STR;
+    if (pt->load) {
+        /* The load: one command, every item at T0, not counted as a page. */
+        char(*lids)[ID_LEN + 1] = malloc(pt->load * sizeof *lids);
+        seen_str *ls = malloc(pt->load * sizeof *ls);
+        uint64_t *li = malloc(pt->load * sizeof *li);
+        if (lids == NULL || ls == NULL || li == NULL)
+            exit(1);
+        for (uint64_t i = 0; i < pt->load; i++) {
+            id_of(lids[i], i);
+            ls[i] = (seen_str){lids[i], ID_LEN};
+            li[i] = int_id(i);
+            hset_add(&h, by_int ? int_hash(li[i]) : XXH3_64bits(lids[i], ID_LEN));
+        }
+        size_t added = pt->load;
+        if ((by_int ? seen_add_int(s, li, pt->load, NULL, T0, &added)
+                    : seen_add_str(s, ls, pt->load, NULL, T0, &added)) != SEEN_OK)
+            o.refused++;
+        o.add_fp += pt->load - added;
+        o.written = pt->load;
+        per_day[0] = pt->load;
+        free(lids);
+        free(ls);
+        free(li);
+    }
     seen_run_info runs[64];
     double carry = 0, runs_sum = 0, bits_sum = 0;
     unsigned samples = 0, bit_samples = 0;

@@ -139,6 +139,19 @@
  * holds (plan.c, plan_target): a window of a week at 5,000 items a day held
  * 14 runs and 24 bits an item in its first window, 8 and 21.8 so. */
 #define SEEN_YOUNG_AHEAD 32u
+/* A windowed set whose live items all share one time and number at least
+ * SEEN_YOUNG_BULK_MIN (a bulk load: a migrated SET, whose members have no
+ * times of their own, or a history loaded in one command) has shown no
+ * rate at all; it plans for SEEN_YOUNG_BULK_AHEAD times what it holds, not
+ * for a window at that many items a day.  Such a key held 18.8 bits an item
+ * (112 times ahead); 14.0 so.  Planned twice ahead (13.0) a user who then
+ * writes ten times the load a window squeezed later runs into finer ones
+ * for a window after it (+0.8 bit on average); four times ahead costs
+ * them nothing measurable (docs/DESIGN.md, "Planning the divisor").  The
+ * minimum is well above a feed's page: a first page is planned as a heavy
+ * user, as any young set's writes are. */
+#define SEEN_YOUNG_BULK_MIN 128u
+#define SEEN_YOUNG_BULK_AHEAD 4u
 /* A young set may keep items coarser than its plan in a run while that run
  * takes at most 1/SEEN_YOUNG_SHARE of the budget and all its runs at most
  * 1/SEEN_YOUNG_SHARE_ALL (plan.c, young_share_ok): later items then pay

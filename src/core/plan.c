@@ -149,6 +149,10 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
              * least SEEN_YOUNG_AHEAD times ahead. */
             if (span < floor_ms && proj < (double)live * SEEN_YOUNG_AHEAD)
                 proj = (double)live * SEEN_YOUNG_AHEAD;
+            /* Everything at one time: a bulk load, with no rate to project
+             * (internal.h, SEEN_YOUNG_BULK_AHEAD). */
+            if (span == 0 && live >= SEEN_YOUNG_BULK_MIN)
+                proj = (double)live * SEEN_YOUNG_BULK_AHEAD;
             if (proj > (double)t)
                 t = proj > 1e18 ? (uint64_t)1e18 : (uint64_t)proj;
         }
