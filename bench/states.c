@@ -143,7 +143,7 @@ static double light(double d)
     (void)d;
     return 1;
 }
-static double light100(double d)
+static double hundred_a_day(double d)
 {
     (void)d;
     return 100;
@@ -163,7 +163,7 @@ static const pattern patterns[] = {
     {"3,000 halving every 20 days, + 20", decays, 0, 0, false, 0, 0},
     {"1 a day, 20,000 on day 100", binge, 0, 0, false, 0, 0},
     {"a light user: 1 a day, a page every 20 days", light, 0, 0, false, 50, 0},
-    {"10,000 at one time (a migrated SET), then 100 a day", light100, 0, 0, false, 0, 10000},
+    {"10,000 at one time (a migrated SET), then 100 a day", hundred_a_day, 0, 0, false, 0, 10000},
     {"10,000 at one time, then 1,000 a day", steady, 0, 0, false, 0, 10000},
 };
 
