@@ -345,6 +345,16 @@ static bool migrate_key(struct migration *m, const char *key, size_t key_len, bo
         return false;
     }
     qsort(ms.v, ms.n, sizeof *ms.v, member_by_time);
+    /* A key that fits in a batch goes in one command.  Split across two
+     * batches, its second part came as a write of its own at the same
+     * times, and the set planned again from what it then held: a SET's
+     * members all share --set-ts, a bulk load that the set plans for a
+     * few times its size, so each part took a finer plan. */
+    const struct config *cfg = m->cfg;
+    const uint64_t key_bytes = (uint64_t)ms.n * m->new_key.len + ms.bytes.len;
+    if (m->batch.n > 0 && ((int64_t)(m->batch.n + ms.n) > cfg->batch_events ||
+                           (int64_t)(m->batch.arena.len + key_bytes) > cfg->batch_bytes))
+        ok = writer_flush(&m->writer, &m->batch) && (batch_clear(&m->batch), true);
     for (size_t i = 0; i < ms.n && ok; i++) {
         const struct member *e = &ms.v[i];
         batch_add(&m->batch, m->new_key.data, m->new_key.len, e->ts, ms.bytes.data + e->off,

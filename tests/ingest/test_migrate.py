@@ -111,3 +111,25 @@ def test_capped_keys_keep_their_newest_members(redis_server, tmp_path):
     flags = client.execute_command("SEEN.MFILTER", 1, "seen:{capped}", "REPLY", "FLAGS",
                                    "ITEMS", *newest)
     assert flags == b"1" * len(newest), "%d of the newest 1,000 lost" % flags.count(b"0")
+
+
+def test_a_key_that_fits_a_batch_is_written_in_one_command(redis_server, tmp_path):
+    """A SET's members all get one time (--set-ts): a bulk load, which the
+    key plans from what it holds.  Split across two batches, its second
+    part was planned again, finer.  Each key that fits a batch is written
+    whole, so two keys of 800 members with batches of 1,200 take one
+    command each, not three between them."""
+    client = redis_server.client()
+    expected = {}
+    for u in ("a", "b"):
+        members = ["%s%d" % (u, i) for i in range(800)]
+        client.sadd("played:%s" % u, *members)
+        expected["seen:{%s}" % u] = set(members)
+    client.config_resetstat()
+    run = migrate(redis_server, tmp_path, "--batch-events", "1200")
+    assert run.returncode == 0, run.stderr
+    assert client.info("commandstats")["cmdstat_seen.insert"]["calls"] == 2
+    assert missing_items(client, expected) == {}
+    for key in expected:
+        info = client.execute_command("SEEN.INFO", key)
+        assert len(dict(zip(info[::2], info[1::2]))[b"runs"]) == 1, key
