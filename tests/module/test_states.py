@@ -1,6 +1,6 @@
 """test_states.py — every state a key can reach off the steady path loads
 back: histories migrated from legacy ZSETs and SETs spanning one to three
-windows, AT imports in every order, re-add storms and huge batches on capped
+windows, a bulk load at one time then live pages, AT imports in every order, re-add storms and huge batches on capped
 keys, the capped EXACT INT fold, a burst far past a light history's plan,
 a small capped key whose fingerprints collide as ids are added again,
 capped keys backfilled after live writes (their steps' time ranges),
@@ -127,6 +127,14 @@ def write_everything(server, tmp_path):
     c.sadd("played:set", *["s%d" % i for i in range(3000)])
     w.expect("seen:{set}:play", ["s%d" % i for i in range(3000)])
     run_migration(server, tmp_path, "played:%user", "seen:{%user}:play", "WINDOW 90d")
+
+    # A bulk load in one command, every item at one time (planned for a few
+    # times what it holds, not for a day's rate), then live pages.
+    bulk = ["bulk%d" % i for i in range(20000)]
+    c.execute_command("SEEN.INSERT", "bulk", "BULK", "\n".join(bulk))
+    pages = ["bulk-page%d" % i for i in range(400)]
+    fill_pages(c, "bulk", pages)
+    w.expect("bulk", bulk + pages)
 
     # AT imports of 150 days in three orders.
     for order in ("time", "reverse", "random"):
