@@ -144,10 +144,10 @@
  * times of their own, or a history loaded in one command) has shown no
  * rate at all; it plans for SEEN_YOUNG_BULK_AHEAD times what it holds, not
  * for a window at that many items a day.  Such a key held 18.8 bits an item
- * (112 times ahead); 14.0 so.  Planned twice ahead (13.0) a user who then
- * writes ten times the load a window squeezed later runs into finer ones
- * for a window after it (+0.8 bit on average); four times ahead costs
- * them nothing measurable (docs/DESIGN.md, "Planning the divisor").  The
+ * (112 times ahead); 14.0 so.  Planned twice ahead (13.0), a user who
+ * then writes ten times the load in a window had its later runs squeezed
+ * finer, +0.8 bit on average for the window after; four times ahead, 0.1
+ * at most (docs/DESIGN.md, "Planning the divisor").  The
  * minimum is well above a feed's page: a first page is planned as a heavy
  * user, as any young set's writes are. */
 #define SEEN_YOUNG_BULK_MIN 128u
