@@ -144,14 +144,15 @@
  * times of their own, or a history loaded in one command) has shown no
  * rate at all; it plans for SEEN_YOUNG_BULK_AHEAD times what it holds, not
  * for a window at that many items a day.  Such a key held 18.8 bits an item
- * (112 times ahead); 14.0 so.  Planned twice ahead (13.0), a user who
- * then writes ten times the load in a window had its later runs squeezed
- * finer, +0.8 bit on average for the window after; four times ahead, 0.1
- * at most (docs/DESIGN.md, "Planning the divisor").  The
- * minimum is well above a feed's page: a first page is planned as a heavy
- * user, as any young set's writes are. */
+ * (112 times ahead); 15.0 so.  Four times ahead (14.0) left the load a
+ * quarter of the budget, and a first day that went on growing fast after
+ * it squeezed the rest (a thousand writes of 128, a second apart: 20.0
+ * bits an item against 17.4; 17.6 so, the load's run taking an eighth;
+ * docs/DESIGN.md, "Planning the divisor").
+ * The minimum is well above a feed's page: a first page is planned as a
+ * heavy user, as any young set's writes are. */
 #define SEEN_YOUNG_BULK_MIN 128u
-#define SEEN_YOUNG_BULK_AHEAD 4u
+#define SEEN_YOUNG_BULK_AHEAD 8u
 /* A young set may keep items coarser than its plan in a run while that run
  * takes at most 1/SEEN_YOUNG_SHARE of the budget and all its runs at most
  * 1/SEEN_YOUNG_SHARE_ALL (plan.c, young_share_ok): later items then pay
