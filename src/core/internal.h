@@ -261,6 +261,20 @@
 #define SEEN_BURST_RATIO 1u
 #define SEEN_BURST_HEDGE 4u
 
+/* A windowed set growing for weeks (not in a burst) plans for the peak its
+ * newest data's rate projects once that is SEEN_GROWTH_SIGNAL times what
+ * it would plan for otherwise (plan.c, recent_rate_target), the plan moving
+ * by whole factors as a young set's does.  Planned for what it held, each
+ * flush squeezed finer runs into the budget left until it stored exact
+ * keys: doubling every two weeks, up to 45 bits a held item and 110,000
+ * exact keys; 18-24 so, none exact.  The rate is measured over at least
+ * SEEN_GROWTH_MIN_SPAN_MS of data (a week's swings read as their average)
+ * and SEEN_GROWTH_MIN_ITEMS (a light user's page now and then is no
+ * growth). */
+#define SEEN_GROWTH_SIGNAL 1.5
+#define SEEN_GROWTH_MIN_ITEMS 256u
+#define SEEN_GROWTH_MIN_SPAN_MS (7ll * 24 * 3600 * 1000)
+
 /* Sets up to this many stored items keep a single run: rewriting it whole
  * on each merge is cheap, and one run avoids the cost of a split. */
 #define SEEN_SINGLE_RUN_MAX 1024u

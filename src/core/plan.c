@@ -111,12 +111,51 @@ static bool is_bursting(const seen_set *s, const next_state *ns)
     return cur > SEEN_BURST_RATIO * older;
 }
 
+/* What the set would hold at its peak (a window and a slice of history)
+ * at the rate of its newest data: the items of its newest slices over the
+ * data time they span, taken back until that is at least half a slice and
+ * a week (a week's swings then read as its average).  0 when they hold
+ * too few items to tell (a light user's page now and then). */
+static uint64_t recent_rate_target(const seen_set *s, const next_state *ns)
+{
+    int64_t newest = INT64_MIN;
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) && ns->segs[i].slice > newest)
+            newest = ns->segs[i].slice;
+    if (newest == INT64_MIN)
+        return 0;
+    const int64_t slice = (int64_t)s->slice_ms;
+    int64_t span = slice / 2 > SEEN_GROWTH_MIN_SPAN_MS ? slice / 2 : SEEN_GROWTH_MIN_SPAN_MS;
+    if (span > (int64_t)s->policy.window_ms)
+        span = (int64_t)s->policy.window_ms;
+    /* The oldest slice counted: the newest whose start lies span back (a
+     * floor division: the time may lie before the origin). */
+    const int64_t back = ns->newest - span - ns->origin;
+    int64_t first = back >= 0 ? back / slice : -((-back + slice - 1) / slice);
+    if (first > newest)
+        first = newest;
+    uint64_t items = 0;
+    for (uint32_t i = 0; i < ns->nsegs; i++) {
+        const seen__segment *g = &ns->segs[i];
+        if (seg_alive(s, g, ns->origin, ns->clock) && g->slice >= first)
+            items += seen__seg_items(g);
+    }
+    const int64_t ran = ns->newest - (ns->origin + first * slice);
+    if (items < SEEN_GROWTH_MIN_ITEMS || ran <= 0)
+        return 0;
+    double proj = (double)items * ((double)s->policy.window_ms + (double)slice) / (double)ran;
+    return proj > 1e18 ? (uint64_t)1e18 : (uint64_t)proj;
+}
+
 /* How many items the set should be planned for; never fewer than the
  * entries it stores (`entries`), so a merge of all of them at the plan's
- * divisor fits the budget whatever the counts claim. */
+ * divisor fits the budget whatever the counts claim.  *growing (if asked)
+ * tells whether the newest data's rate set it. */
 static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t live,
-                            uint64_t entries)
+                            uint64_t entries, bool *growing)
 {
+    if (growing)
+        *growing = false;
     uint64_t t = live > ns->hwm ? live : ns->hwm;
     if (s->slice_ms) {
         /* Less than a window of history among the live slices: project
@@ -155,6 +194,19 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
                 proj = (double)live * SEEN_YOUNG_BULK_AHEAD;
             if (proj > (double)t)
                 t = proj > 1e18 ? (uint64_t)1e18 : (uint64_t)proj;
+        }
+        /* Growing for weeks: the newest data's rate, not the window's
+         * average, tells what the set will hold, and fingerprints stored
+         * now cannot be refined when it gets there (internal.h,
+         * SEEN_GROWTH_SIGNAL).  A burst is left to the burst's own sizing
+         * of runs (seen__flush). */
+        if (!is_young(s, ns) && !is_bursting(s, ns)) {
+            uint64_t r = recent_rate_target(s, ns);
+            if ((double)r > (double)t * SEEN_GROWTH_SIGNAL) {
+                t = r;
+                if (growing)
+                    *growing = true;
+            }
         }
     } else if (s->policy.capacity == 0) {
         /* No window, no cap: it can only grow, and fingerprints stored
@@ -289,7 +341,7 @@ static bool raw_keys_stay_exact(const seen_set *s, const next_state *ns, const s
         all_lo = ns->hkeys[h] < all_lo ? ns->hkeys[h] : all_lo;
         all_hi = ns->hkeys[h] > all_hi ? ns->hkeys[h] : all_hi;
     }
-    const double n = (double)plan_target(s, ns, live, entries);
+    const double n = (double)plan_target(s, ns, live, entries, NULL);
     double exact;
     if (held >= SEEN_RAW_KEYS_MEASURED) {
         /* Head keys inside the runs' range cost what the runs' ids cost;
@@ -759,7 +811,8 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
     bool importing = ns->backfill && entries <= SEEN_IMPORT_EXACT_MAX;
     bool exact =
         seen__next_exact_phase(s, ns, rl->r, rl->n, live) || (importing && ns->plan_c == 0);
-    uint64_t target = plan_target(s, ns, live, entries);
+    bool growing;
+    uint64_t target = plan_target(s, ns, live, entries, &growing);
 
     if (!exact && ns->plan_c == 0) {
         /* Leaving the exact phase: every run holds exact keys (c = 1), so
@@ -788,7 +841,10 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
         ns->hn = 0;
     } else if (!importing) {
         if (!exact)
-            replan(s, ns, rl, target, is_young(s, ns));
+            /* A growing set's plan moves by whole factors, as a young
+             * one's: its runs of each step then fold together once the
+             * plan coarsens back. */
+            replan(s, ns, rl, target, is_young(s, ns) || growing);
         uint64_t plan = exact ? 1 : ns->plan_c;
         /* The recent run's slice has ended: fold it, with the head's items
          * of ended slices, into main, so the next recent run starts with

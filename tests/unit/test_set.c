@@ -943,6 +943,35 @@ static void test_light_user_keeps_few_runs(void **state)
     seen_free(s);
 }
 
+/* Page k of a user's pages of 20: items "<tag><k>-<i>". */
+enum { USER_PAGE = 20 };
+typedef struct user_page {
+    char ids[USER_PAGE][24];
+    seen_str items[USER_PAGE];
+} user_page;
+
+static const seen_str *user_page_items(user_page *pg, char tag, size_t k)
+{
+    for (size_t i = 0; i < USER_PAGE; i++) {
+        snprintf(pg->ids[i], sizeof pg->ids[i], "%c%zu-%zu", tag, k, i);
+        pg->items[i] = (seen_str){pg->ids[i], strlen(pg->ids[i])};
+    }
+    return pg->items;
+}
+
+/* Every item of pages [from, to) is seen at `now`. */
+static void assert_user_pages_seen(const seen_set *s, char tag, size_t from, size_t to, int64_t now)
+{
+    user_page pg;
+    for (size_t k = from; k < to; k++) {
+        uint8_t seen[USER_PAGE];
+        assert_int_equal(seen_filter_str(s, user_page_items(&pg, tag, k), USER_PAGE, now, seen),
+                         SEEN_OK);
+        for (size_t i = 0; i < USER_PAGE; i++)
+            assert_int_equal(seen[i], 1);
+    }
+}
+
 static void test_light_user_turning_heavy(void **state)
 {
     (void)state;
@@ -950,19 +979,15 @@ static void test_light_user_turning_heavy(void **state)
     seen_policy_default(&p);
     seen_set *s;
     assert_int_equal(seen_create(&p, &s), SEEN_OK);
-    enum { PAGES = 2000, PAGE = 20 };
-    char ids[PAGE][24];
-    seen_str page[PAGE];
+    enum { PAGES = 2000 };
+    user_page pg;
     double day = 0;
     int64_t now = T0;
     for (size_t k = 0; k < PAGES; k++) {
-        day += (double)PAGE / (day < 40 ? 30.0 : 3000.0);
+        day += (double)USER_PAGE / (day < 40 ? 30.0 : 3000.0);
         now = T0 + (int64_t)(day * (double)DAY);
-        for (size_t i = 0; i < PAGE; i++) {
-            snprintf(ids[i], sizeof ids[i], "h%zu-%zu", k, i);
-            page[i] = (seen_str){ids[i], strlen(ids[i])};
-        }
-        assert_int_equal(seen_add_str(s, page, PAGE, NULL, now, NULL), SEEN_OK);
+        assert_int_equal(seen_add_str(s, user_page_items(&pg, 'h', k), USER_PAGE, NULL, now, NULL),
+                         SEEN_OK);
     }
     assert_int_equal(seen__set_check(s), SEEN_OK);
     s = roundtrip(s); /* the state loads back */
@@ -973,16 +998,53 @@ static void test_light_user_turning_heavy(void **state)
     assert_true(bits < 18.5);
     assert_true(seen_fpr_estimate(s) <= 0.001);
     /* Every item of the burst is still seen. */
-    for (size_t k = PAGES - 700; k < PAGES; k++) {
-        for (size_t i = 0; i < PAGE; i++) {
-            snprintf(ids[i], sizeof ids[i], "h%zu-%zu", k, i);
-            page[i] = (seen_str){ids[i], strlen(ids[i])};
+    assert_user_pages_seen(s, 'h', PAGES - 700, PAGES, now);
+    seen_free(s);
+}
+
+/* A user whose rate doubles every two weeks for months (50 a day at first,
+ * ~15,000 by day 115), in pages at their times.  Planned for what it held,
+ * each flush squeezed the new items into the budget left until they went
+ * in as exact keys (here from day 90 on).
+ * Planned for the peak the newest data's rate projects, no run is exact
+ * and from day 30 on the set stays under 20 bits per held item. */
+static void test_growing_user_keeps_fingerprints(void **state)
+{
+    (void)state;
+    seen_policy p;
+    seen_policy_default(&p);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    enum { DAYS = 115 };
+    user_page pg;
+    double owed = 0, worst = 0;
+    size_t k = 0;
+    int64_t now = T0;
+    for (int d = 0; d < DAYS; d++) {
+        owed += 50.0 * exp2((double)d / 14.0);
+        int pages = (int)(owed / USER_PAGE);
+        owed -= pages * USER_PAGE;
+        for (int j = 0; j < pages; j++, k++) {
+            now = T0 + (int64_t)d * DAY + (int64_t)j * (DAY / (pages + 1));
+            assert_int_equal(
+                seen_add_str(s, user_page_items(&pg, 'g', k), USER_PAGE, NULL, now, NULL), SEEN_OK);
         }
-        uint8_t seen[PAGE];
-        assert_int_equal(seen_filter_str(s, page, PAGE, now, seen), SEEN_OK);
-        for (size_t i = 0; i < PAGE; i++)
-            assert_int_equal(seen[i], 1);
+        for (uint32_t r = 0; r < s->nruns; r++)
+            if (s->runs[r].c == 1)
+                fail_msg("day %d: a run of %u exact keys", d, s->runs[r].n);
+        const double bits = (double)seen_bytes(s) * 8.0 / (double)seen_count(s, now);
+        if (d >= 30 && bits > worst)
+            worst = bits;
     }
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    s = roundtrip(s); /* the state loads back */
+    fprintf(stderr,
+            "[stat] doubling every two weeks: %zu items written, worst %.1f bits per held item "
+            "from day 30, %u runs at the end\n",
+            k * USER_PAGE, worst, s->nruns);
+    assert_true(worst < 20.0);
+    assert_true(seen_fpr_estimate(s) <= 0.001);
+    assert_user_pages_seen(s, 'g', k - 20, k, now); /* the newest pages */
     seen_free(s);
 }
 
@@ -2879,6 +2941,7 @@ int main(void)
         cmocka_unit_test(test_burst_after_small_history),
         cmocka_unit_test(test_light_user_keeps_few_runs),
         cmocka_unit_test(test_light_user_turning_heavy),
+        cmocka_unit_test(test_growing_user_keeps_fingerprints),
         cmocka_unit_test(test_bulk_load_plans_for_what_it_holds),
         cmocka_unit_test(test_live_adds_after_import),
         cmocka_unit_test(test_head_run_turns_elias_fano),
