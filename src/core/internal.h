@@ -261,10 +261,11 @@
 #define SEEN_BURST_RATIO 1u
 #define SEEN_BURST_HEDGE 4u
 
-/* A windowed set growing for weeks (not in a burst) plans for the peak its
- * newest data's rate projects once that is SEEN_GROWTH_SIGNAL times what
- * it would plan for otherwise (plan.c, recent_rate_target), the plan moving
- * by whole factors as a young set's does.  Planned for what it held, each
+/* A windowed set growing for weeks plans for the peak its newest data's
+ * rate projects once that is SEEN_GROWTH_SIGNAL times what it would plan
+ * for otherwise (plan.c, recent_rate_target), the plan moving by whole
+ * factors as a young set's does; while bursting, only if its last two
+ * ended slices grew by that factor too (slices_grow).  Planned for what it held, each
  * flush squeezed finer runs into the budget left until it stored exact
  * keys: doubling every two weeks, up to 45 bits a held item and 110,000
  * exact keys; 18-24 so, none exact.  The rate is measured over at least

@@ -147,6 +147,30 @@ static uint64_t recent_rate_target(const seen_set *s, const next_state *ns)
     return proj > 1e18 ? (uint64_t)1e18 : (uint64_t)proj;
 }
 
+/* Has the set grown over its last two ended slices: the newer one holding
+ * SEEN_GROWTH_SIGNAL times the items of the one before?  Growth for weeks
+ * shows there before the newest slice outweighs the older ones; a burst
+ * after a flat history does not. */
+static bool slices_grow(const seen_set *s, const next_state *ns)
+{
+    int64_t newest = INT64_MIN;
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) && ns->segs[i].slice > newest)
+            newest = ns->segs[i].slice;
+    uint64_t last = 0, before = 0;
+    for (uint32_t i = 0; i < ns->nsegs; i++) {
+        const seen__segment *g = &ns->segs[i];
+        if (!seg_alive(s, g, ns->origin, ns->clock))
+            continue;
+        if (g->slice == newest - 1)
+            last += seen__seg_items(g);
+        else if (g->slice == newest - 2)
+            before += seen__seg_items(g);
+    }
+    return before > 0 && last >= SEEN_GROWTH_MIN_ITEMS &&
+           (double)last >= (double)before * SEEN_GROWTH_SIGNAL;
+}
+
 /* How many items the set should be planned for; never fewer than the
  * entries it stores (`entries`), so a merge of all of them at the plan's
  * divisor fits the budget whatever the counts claim.  *growing (if asked)
@@ -200,7 +224,7 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
          * now cannot be refined when it gets there (internal.h,
          * SEEN_GROWTH_SIGNAL).  A burst is left to the burst's own sizing
          * of runs (seen__flush). */
-        if (!is_young(s, ns) && !is_bursting(s, ns)) {
+        if (!is_young(s, ns) && (!is_bursting(s, ns) || slices_grow(s, ns))) {
             uint64_t r = recent_rate_target(s, ns);
             if ((double)r > (double)t * SEEN_GROWTH_SIGNAL) {
                 t = r;

@@ -6,8 +6,9 @@ a small capped key whose fingerprints collide as ids are added again,
 capped keys backfilled after live writes (their steps' time ranges),
 a key settled from three windows of imports taking live adds, keys
 planned ahead of what they hold (a capped key without a window while it
-fills, one with no limit, a week-long window's first day), and one
-whose run taking those adds grows past 4,096 values (coded Elias-Fano
+fills, one with no limit, a week-long window's first day), a key growing
+for weeks (planned for its newest data's rate), and one whose run taking
+those adds grows past 4,096 values (coded Elias-Fano
 from there), loses some of them and takes more, and one written live from
 its first day past 16,384 items (its small runs recoded Elias-Fano).  After
 each workload the answers and bytes of every key must survive DEBUG RELOAD,
@@ -366,6 +367,28 @@ def write_everything(server, tmp_path):
             c.execute_command("SEEN.INSERT", name, "TIMED", "BULK", "\n".join(
                 "%d %s-old%d" % (now - 20 * DAY + i * (10 * DAY) // 2000, name, i) for i in page))
         w.expect(name, live)
+
+    # A user growing for weeks (its rate doubling every ten days, pages of
+    # 500 at their times): planned for its newest data's rate it keeps
+    # fingerprints; planned for what it held, it ran out of budget and
+    # stored its newest items as exact keys.
+    grow, owed, start = [], 0.0, now - 110 * DAY
+    pipe = c.pipeline(transaction=False)
+    for d in range(110):
+        owed += 5 * 2 ** (d / 10)
+        n = int(owed)
+        owed -= n
+        pages = (n + 499) // 500
+        for k in range(pages):
+            at = start + d * DAY + int((k + 0.5) * DAY / pages)
+            items = ["grow-%d" % (len(grow) + i) for i in range(min(500, n - k * 500))]
+            pipe.execute_command("SEEN.INSERT", "growing", "NOW", at, "BULK", "\n".join(items))
+            grow += [(at, x) for x in items]
+    pipe.execute()
+    runs = info_map(c.execute_command("SEEN.INFO", "growing"))["runs"]
+    assert all(r["encoding"] != b"exact" for r in runs), runs
+    inside = [x for at, x in grow if at > now - 85 * DAY]
+    w.expect("growing", inside[-2000:] + inside[::50])
 
     # Keys planned ahead of what they hold: a capped key without a window,
     # a quarter full (planned for its cap), one with no limit (planned 16
