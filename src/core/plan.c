@@ -86,6 +86,16 @@ static bool is_young(const seen_set *s, const next_state *ns)
     return start == INT64_MAX || ns->newest - start < (int64_t)s->slice_ms;
 }
 
+/* The newest slice a live segment is in (INT64_MIN: none). */
+static int64_t newest_live_slice(const seen_set *s, const next_state *ns)
+{
+    int64_t newest = INT64_MIN;
+    for (uint32_t i = 0; i < ns->nsegs; i++)
+        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) && ns->segs[i].slice > newest)
+            newest = ns->segs[i].slice;
+    return newest;
+}
+
 /* Is the set bursting: past its youth, with more live items in its newest
  * slice than SEEN_BURST_RATIO times those of all its older ones?  A
  * steady set's newest slice holds about 1/S of its items, a growing one's
@@ -94,10 +104,7 @@ static bool is_bursting(const seen_set *s, const next_state *ns)
 {
     if (!s->slice_ms || is_young(s, ns))
         return false;
-    int64_t newest = INT64_MIN;
-    for (uint32_t i = 0; i < ns->nsegs; i++)
-        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) && ns->segs[i].slice > newest)
-            newest = ns->segs[i].slice;
+    const int64_t newest = newest_live_slice(s, ns);
     uint64_t cur = 0, older = 0;
     for (uint32_t i = 0; i < ns->nsegs; i++) {
         const seen__segment *g = &ns->segs[i];
@@ -118,10 +125,7 @@ static bool is_bursting(const seen_set *s, const next_state *ns)
  * too few items to tell (a light user's page now and then). */
 static uint64_t recent_rate_target(const seen_set *s, const next_state *ns)
 {
-    int64_t newest = INT64_MIN;
-    for (uint32_t i = 0; i < ns->nsegs; i++)
-        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) && ns->segs[i].slice > newest)
-            newest = ns->segs[i].slice;
+    const int64_t newest = newest_live_slice(s, ns);
     if (newest == INT64_MIN)
         return 0;
     const int64_t slice = (int64_t)s->slice_ms;
@@ -153,10 +157,9 @@ static uint64_t recent_rate_target(const seen_set *s, const next_state *ns)
  * after a flat history does not. */
 static bool slices_grow(const seen_set *s, const next_state *ns)
 {
-    int64_t newest = INT64_MIN;
-    for (uint32_t i = 0; i < ns->nsegs; i++)
-        if (seg_alive(s, &ns->segs[i], ns->origin, ns->clock) && ns->segs[i].slice > newest)
-            newest = ns->segs[i].slice;
+    const int64_t newest = newest_live_slice(s, ns);
+    if (newest == INT64_MIN)
+        return false;
     uint64_t last = 0, before = 0;
     for (uint32_t i = 0; i < ns->nsegs; i++) {
         const seen__segment *g = &ns->segs[i];
