@@ -13,7 +13,8 @@
 
 /*
  * The plan.  A compact set plans its fingerprints for T items (its recent
- * high-water mark, or a projection while it is younger than a window): the
+ * high-water mark, a projection while it is younger than a window, or
+ * while it grows for weeks the peak its newest data's rate projects): the
  * plan divisor is error * 2^64 * (1 - reserve) / T, kept with 24
  * significant bits so it halves exactly.  New runs use plan / 2^j, the
  * coarsest that fits the budget left, and runs merge only at equal
@@ -225,8 +226,9 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
         /* Growing for weeks: the newest data's rate, not the window's
          * average, tells what the set will hold, and fingerprints stored
          * now cannot be refined when it gets there (internal.h,
-         * SEEN_GROWTH_SIGNAL).  A burst is left to the burst's own sizing
-         * of runs (seen__flush). */
+         * SEEN_GROWTH_SIGNAL).  A burst after a flat history is left to
+         * the burst's own sizing of runs (seen__flush); a bursting set
+         * whose ended slices grew as well is growing (slices_grow). */
         if (!is_young(s, ns) && (!is_bursting(s, ns) || slices_grow(s, ns))) {
             uint64_t r = recent_rate_target(s, ns);
             if ((double)r > (double)t * SEEN_GROWTH_SIGNAL) {
