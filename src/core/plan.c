@@ -1,10 +1,11 @@
 /*
  * plan.c — how fingerprints are planned and runs kept few: the planned
  * size and divisor, the flush that merges the head and tidies the runs,
- * settling an import, and when a write must flush.  Just past 1,000 lines
- * on purpose: the plan, the exact phase of raw ids and the flush decide
- * from the same private readings of a write (the live slices, the rate,
- * the runs' budget), which a split would have to export.
+ * settling an import, and when a write must flush.  Past 1,000 lines on
+ * purpose: the plan, the exact phase of raw ids and the flush decide from
+ * the same private readings of a write (the live slices, the rates over
+ * the window and over its newest slices, the runs' budget), which a split
+ * would have to export.
  */
 #include "write.h"
 
