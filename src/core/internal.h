@@ -118,7 +118,13 @@
  * costs ~0.05 bit per stored item.  From 4,096 rather than 65,536: single
  * adds at 10,000 items 1.05 -> 0.94 us, 20-item pages into ~20,000-item
  * keys in Redis 19.2 -> 16.9 us; make bench-lifecycle unchanged within its
- * noise. */
+ * noise.  From the same size that run is coded Elias-Fano from
+ * SEEN_EF_MIN_LARGE_SET_RUN values (SEEN_RUN_IN_MID_SET): below 8,192
+ * items a page of 20 fills the head and flushes, and an edit of a Golomb
+ * run decodes every bucket a new value falls in, most of the run, where
+ * Elias-Fano shifts its words (pages into keys of 10,000 items written
+ * live 23.1 -> 14.6 us, of 5,000 27.2 -> 20.3; 0.02-0.05 bit per item
+ * more; make bench-states' bits unchanged). */
 #define SEEN_FINE_RECENT_SET 4096u
 
 /* Fraction of the false-positive budget kept free when planning, so a set
@@ -579,12 +585,15 @@ size_t seen__run_tag_bytes(const seen__run *r);
 /* How seen__run_encode shapes a run, flags: SEEN_RUN_FINE, buckets of
  * SEEN_BUCKET_ITEMS / 2 (faster point lookups, a larger index); and
  * SEEN_RUN_TAKES_HEAD, the run every flush of the head goes into (coded
- * Elias-Fano from SEEN_EF_MIN_HEAD_RUN values); SEEN_RUN_IN_LARGE_SET, a
- * run of a set holding SEEN_EF_LARGE_SET values (Elias-Fano from
- * SEEN_EF_MIN_LARGE_SET_RUN).  A bool true is SEEN_RUN_FINE. */
+ * Elias-Fano from SEEN_EF_MIN_HEAD_RUN values, or from
+ * SEEN_EF_MIN_LARGE_SET_RUN in a set of SEEN_FINE_RECENT_SET values:
+ * SEEN_RUN_IN_MID_SET); SEEN_RUN_IN_LARGE_SET, a run of a set holding
+ * SEEN_EF_LARGE_SET values (Elias-Fano from SEEN_EF_MIN_LARGE_SET_RUN).
+ * A bool true is SEEN_RUN_FINE. */
 #define SEEN_RUN_FINE 1u
 #define SEEN_RUN_TAKES_HEAD 2u
 #define SEEN_RUN_IN_LARGE_SET 4u
+#define SEEN_RUN_IN_MID_SET 8u
 /* Encode n >= 1 strictly increasing values with tags < nsegs, shaped by
  * `shape`. */
 seen_err seen__run_encode(seen__run *out, uint64_t c, const uint64_t *vals, const uint16_t *tags,
@@ -791,14 +800,16 @@ static inline seen__span *seen__set_spans(const seen_set *s)
     return s->policy.capacity && s->segs ? (seen__span *)(void *)(s->segs + s->nsegs) : NULL;
 }
 
-/* SEEN_RUN_IN_LARGE_SET if the set's runs hold SEEN_EF_LARGE_SET values:
- * how a merge, and an edit in place, shape its runs. */
+/* SEEN_RUN_IN_LARGE_SET if the set's runs hold SEEN_EF_LARGE_SET values,
+ * SEEN_RUN_IN_MID_SET if SEEN_FINE_RECENT_SET: how a merge, and an edit in
+ * place, shape its runs. */
 static inline unsigned seen__set_run_shape(const seen_set *s)
 {
     uint64_t stored = 0;
     for (uint32_t i = 0; i < s->nruns; i++)
         stored += s->runs[i].n;
-    return stored >= SEEN_EF_LARGE_SET ? SEEN_RUN_IN_LARGE_SET : 0u;
+    return (stored >= SEEN_EF_LARGE_SET ? SEEN_RUN_IN_LARGE_SET : 0u) |
+           (stored >= SEEN_FINE_RECENT_SET ? SEEN_RUN_IN_MID_SET : 0u);
 }
 
 /* Bytes of a set's segment block: its segments, and their spans if capped. */

@@ -387,15 +387,12 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
         /* Fine buckets: for exact keys (~55 bits each, so the index is
          * noise) and for the run that takes the head in a large set (see
          * SEEN_FINE_RECENT_SET). */
-        uint64_t stored = 0;
-        for (uint32_t i = 0; i < s->nruns; i++)
-            stored += s->runs[i].n;
-        const unsigned in_large = seen__set_run_shape(s);
+        const unsigned set_shape = seen__set_run_shape(s);
         const bool takes_head = with_head != HEAD_NONE && ninputs <= 1;
-        bool fine = c_out == 1 || (takes_head && stored >= SEEN_FINE_RECENT_SET);
+        bool fine = c_out == 1 || (takes_head && (set_shape & SEEN_RUN_IN_MID_SET));
         err = seen__run_encode(out, c_out, ov, ot, n, seg_ids, used_cnt,
                                (fine ? SEEN_RUN_FINE : 0u) |
-                                   (takes_head ? SEEN_RUN_TAKES_HEAD : 0u) | in_large);
+                                   (takes_head ? SEEN_RUN_TAKES_HEAD : 0u) | set_shape);
         seen__free(tag_of);
     }
 account:

@@ -764,7 +764,7 @@ static seen_err merge_equal_divisors(const seen_set *s, next_state *ns, runlist 
 static seen_err recode_for_large_set(const seen_set *s, next_state *ns, runlist *rl)
 {
     /* As merge_build measures the set. */
-    if (seen__set_run_shape(s) == 0)
+    if (!(seen__set_run_shape(s) & SEEN_RUN_IN_LARGE_SET))
         return SEEN_OK;
     for (uint32_t i = 0; i < rl->n; i++) {
         const seen__run *r = &rl->r[i];

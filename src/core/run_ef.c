@@ -52,8 +52,10 @@
  * outliers stay Golomb-coded, where a cut by rank codes the jumps. */
 bool seen__ef_wanted(uint64_t c, size_t n, uint64_t span, unsigned shape)
 {
+    const unsigned mid_head = SEEN_RUN_TAKES_HEAD | SEEN_RUN_IN_MID_SET;
     const size_t least = c == 1                            ? SEEN_EF_MIN_EXACT_RUN
                          : (shape & SEEN_RUN_IN_LARGE_SET) ? SEEN_EF_MIN_LARGE_SET_RUN
+                         : (shape & mid_head) == mid_head  ? SEEN_EF_MIN_LARGE_SET_RUN
                          : (shape & SEEN_RUN_TAKES_HEAD)   ? SEEN_EF_MIN_HEAD_RUN
                                                            : SEEN_EF_MIN_RUN;
     if (n < least || n > UINT32_MAX)
