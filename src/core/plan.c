@@ -468,6 +468,7 @@ static void replan(const seen_set *s, next_state *ns, const runlist *rl, uint64_
     uint64_t stored = ns->hn;
     for (uint32_t i = 0; i < rl->n; i++)
         stored += rl->r[i].n;
+    stored -= rl->dead_held;
     /* A small set's target moving a little (a light user's pages, days
      * apart): whole factors.  Far past the plan (a burst): as a larger
      * set re-plans, for what the burst projects. */
@@ -642,7 +643,9 @@ static seen_err fold_last(const seen_set *s, next_state *ns, runlist *rl, head_p
     uint64_t lo = p->c < d->c ? p->c : d->c;
     if (!divides(lo, c))
         return SEEN_OK;
-    uint64_t n = (uint64_t)p->n + d->n + (head != HEAD_NONE ? ns->hn : 0);
+    /* The dead entries main may still hold (seen__flush) go in this
+     * merge. */
+    uint64_t n = (uint64_t)p->n + d->n + (head != HEAD_NONE ? ns->hn : 0) - rl->dead_held;
     if (lo != c && ns->plan_c && (double)c > (double)ns->plan_c * (1.0 + SEEN_PLAN_HYSTERESIS) &&
         !young_share_ok(s, ns, rl, a, b + 1, n, c))
         return SEEN_OK; /* would coarsen items past the plan */
@@ -655,6 +658,7 @@ static seen_err fold_last(const seen_set *s, next_state *ns, runlist *rl, head_p
     if (err != SEEN_OK)
         return err;
     seen__runlist_replace(rl, a, b + 1, &nr, empty);
+    rl->dead_held = 0;
     *done = true;
     return SEEN_OK;
 }
@@ -755,6 +759,23 @@ static seen_err merge_equal_divisors(const seen_set *s, next_state *ns, runlist 
     return SEEN_OK;
 }
 
+/* Rebuild run *i alone at its divisor: what merge_build drops (dead
+ * segments' items) goes, and an emptied run leaves the list (*i steps
+ * back, for the caller's loop). */
+static seen_err rebuild_alone(const seen_set *s, next_state *ns, runlist *rl, uint32_t *i)
+{
+    const seen__run *in[1] = {&rl->r[*i]};
+    seen__run nr;
+    bool empty;
+    seen_err err = seen__merge_build(s, ns, in, 1, HEAD_NONE, rl->r[*i].c, NULL, 0, &nr, &empty);
+    if (err != SEEN_OK)
+        return err;
+    seen__runlist_replace(rl, *i, *i + 1, &nr, empty);
+    if (empty)
+        (*i)--;
+    return SEEN_OK;
+}
+
 /*
  * In a large set, recode as Elias-Fano the compact Golomb runs that a
  * merge would now code so (SEEN_EF_LARGE_SET): runs written while the set
@@ -771,15 +792,62 @@ static seen_err recode_for_large_set(const seen_set *s, next_state *ns, runlist 
         if (r->c == 1 || seen__run_is_ef(r) ||
             !seen__ef_wanted(r->c, r->n, r->span, SEEN_RUN_IN_LARGE_SET))
             continue;
-        const seen__run *in[1] = {r};
-        seen__run nr;
-        bool empty;
-        seen_err err = seen__merge_build(s, ns, in, 1, HEAD_NONE, r->c, NULL, 0, &nr, &empty);
+        seen_err err = rebuild_alone(s, ns, rl, &i);
         if (err != SEEN_OK)
             return err;
-        seen__runlist_replace(rl, i, i + 1, &nr, empty);
-        if (empty)
-            i--;
+    }
+    return SEEN_OK;
+}
+
+/*
+ * Whether the purge of main (the run before the last) may wait for the
+ * fold of the last run into it (seen__flush): a compact set, writing live,
+ * whose last run is sealed and the one before it holds dead segments that
+ * the table still counts.  The fold may still not happen (purge_waiting
+ * then purges), but every count the plan reads in between leaves the
+ * waiting dead entries out, as after a purge.
+ */
+static bool main_purge_waits(const seen_set *s, const next_state *ns, const runlist *rl)
+{
+    if (rl->n < 2 || ns->plan_c == 0 || ns->backfill || ns->seg_map != NULL || ns->mixing)
+        return false;
+    const seen__run *main_run = &rl->r[rl->n - 2], *last = &rl->r[rl->n - 1];
+    if (seen__run_has_dead(s, ns, last) || !run_is_sealed(s, ns, last) ||
+        !seen__run_has_dead(s, ns, main_run))
+        return false;
+    const uint32_t *ids = seen__run_segs(main_run);
+    uint32_t near_seg = 0;
+    for (uint32_t t = 0; t < main_run->nsegs; t++)
+        if (seg_find_near(ns->segs, ns->nsegs, ids[t], &near_seg) < 0)
+            return false;
+    return true;
+}
+
+/* Entries of dead segments in run r: after the head is pruned and every
+ * other run purged, what the table counts of them is all in r. */
+static uint64_t dead_entries_of(const seen_set *s, const next_state *ns, const seen__run *r)
+{
+    const uint32_t *ids = seen__run_segs(r);
+    uint32_t near_seg = 0;
+    uint64_t dead = 0;
+    for (uint32_t t = 0; t < r->nsegs; t++) {
+        int32_t k = seg_find_near(ns->segs, ns->nsegs, ids[t], &near_seg);
+        if (k >= 0 && !seg_alive(s, &ns->segs[k], ns->origin, ns->clock))
+            dead += ns->segs[k].phys;
+    }
+    return dead < r->n ? dead : r->n;
+}
+
+/* The purge that waited for a fold that did not happen. */
+static seen_err purge_waiting(const seen_set *s, next_state *ns, runlist *rl)
+{
+    rl->dead_held = 0;
+    for (uint32_t i = 0; i < rl->n; i++) {
+        if (!seen__run_has_dead(s, ns, &rl->r[i]))
+            continue;
+        seen_err err = rebuild_alone(s, ns, rl, &i);
+        if (err != SEEN_OK)
+            return err;
     }
     return SEEN_OK;
 }
@@ -813,27 +881,34 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
         ns->runs = NULL;
         ns->nruns = 0;
     }
+    rl->dead_held = 0;
     seen_err err = SEEN_OK;
     unsigned __int128 budget = budget_of(s);
     uint64_t live = seen__next_live_items(s, ns);
     seen__run nr;
     bool empty;
 
+    /* As a slice ends, main holds the slice that has just died and the
+     * recent run the one that has just ended: main is purged here and then
+     * folded with the recent run below, two rewrites of the set where the
+     * fold alone drops the dead items too.  Main waits for the fold, its
+     * dead entries left out of the counts until then. */
+    const bool main_waits = main_purge_waits(s, ns, rl);
     for (uint32_t i = 0; i < rl->n; i++) {
+        if (i + 2 == rl->n && main_waits)
+            continue;
         if (!seen__run_has_dead(s, ns, &rl->r[i]) && !run_has_mapped(ns, &rl->r[i]))
             continue;
-        const seen__run *in[1] = {&rl->r[i]};
-        err = seen__merge_build(s, ns, in, 1, HEAD_NONE, rl->r[i].c, NULL, 0, &nr, &empty);
-        if (err != SEEN_OK)
+        if ((err = rebuild_alone(s, ns, rl, &i)) != SEEN_OK)
             goto fail;
-        seen__runlist_replace(rl, i, i + 1, &nr, empty);
-        if (empty)
-            i--;
     }
+    if (main_waits)
+        rl->dead_held = dead_entries_of(s, ns, &rl->r[rl->n - 2]);
 
     uint64_t entries = ns->hn;
     for (uint32_t i = 0; i < rl->n; i++)
         entries += rl->r[i].n;
+    entries -= rl->dead_held;
     /* An import (a write of past history) keeps what it brings exact: its
      * items' count is not known until it ends, and fingerprints planned
      * for part of it could never be refined.  The first live write or
@@ -888,6 +963,8 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
             if (done)
                 rest = HEAD_CURRENT;
         }
+        if (rl->dead_held && (err = purge_waiting(s, ns, rl)) != SEEN_OK)
+            goto fail;
         /* A sealed recent run that could not fold (its divisor is from an
          * older plan, or was squeezed) takes no new slice: it ages out. */
         bool merged = ns->hn == 0;

@@ -162,6 +162,10 @@ typedef struct runlist {
     seen__run r[RUNLIST_MAX];
     bool created[RUNLIST_MAX]; /* built by this write (owned until commit) */
     uint32_t n;
+    /* Entries of dead segments a run still holds while flush waits to
+     * drop them in a merge it is about to make anyway (seen__flush); the
+     * counts that plan from the list leave them out. */
+    uint64_t dead_held;
 } runlist;
 
 /* The budget governs fingerprints: runs with c > 1.  Exact keys (c = 1)

@@ -1952,6 +1952,68 @@ static void test_many_runs_fold_rarely(void **state)
     seen_free(s);
 }
 
+/* Allocations of at least `big_at` bytes, counted through the allocator
+ * hook: only a merge of the whole set asks for blocks that large. */
+static size_t big_at, big_allocs;
+
+static void *counting_malloc(size_t n)
+{
+    big_allocs += n >= big_at;
+    return malloc(n);
+}
+
+static void *counting_realloc(void *p, size_t n)
+{
+    big_allocs += n >= big_at;
+    return realloc(p, n);
+}
+
+/* A live key of 10,000 items as each slice ends: the slice that dies
+ * leaves main in the fold of the recent run into it, one merge of the set
+ * (its values decoded, then merged: two blocks of 5 bytes a stored value
+ * and more), not a purge of main followed by that fold (three such
+ * blocks). */
+static void test_slice_end_rewrites_main_once(void **state)
+{
+    (void)state;
+    seen_policy p;
+    seen_policy_default(&p);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    static const seen_allocator counting = {counting_malloc, counting_realloc, free, NULL};
+    seen_set_allocator(&counting);
+    enum { N = 10000, PAGE = 20, WINDOWS = 5 };
+    const int64_t window = 90 * DAY, step = window / (N / PAGE);
+    uint64_t id = 1;
+    size_t most = 0, ends = 0;
+    int64_t now = T0;
+    for (size_t k = 0; k < WINDOWS * (N / PAGE); k++, now += step) {
+        str_item it[PAGE];
+        seen_str page[PAGE];
+        for (int i = 0; i < PAGE; i++) {
+            make_str(&it[i], id++ * 0x9e3779b97f4a7c15u);
+            page[i] = it[i].s;
+        }
+        uint64_t stored = 0;
+        for (uint32_t r = 0; r < s->nruns; r++)
+            stored += s->runs[r].n;
+        big_at = stored >= N / 2 ? (size_t)stored * 5 : SIZE_MAX;
+        big_allocs = 0;
+        assert_int_equal(seen_add_str(s, page, PAGE, NULL, now, NULL), SEEN_OK);
+        if (k >= 2 * (N / PAGE)) {
+            most = big_allocs > most ? big_allocs : most;
+            ends += big_allocs > 0;
+        }
+    }
+    seen_set_allocator(NULL);
+    fprintf(stderr, "[stat] slice ends: %zu adds merged the set, at most %zu large blocks each\n",
+            ends, most);
+    assert_true(ends >= 8); /* four slices a window, three windows */
+    assert_true(most <= 2);
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    seen_free(s);
+}
+
 /* Two keys of 50 days at 1,000 a day, planned alike: the second within a
  * run and 0.3 bit per item of the first. */
 static void assert_planned_alike(const char *ref, uint32_t ref_runs, double ref_bits,
@@ -2958,6 +3020,7 @@ int main(void)
         cmocka_unit_test(test_steady_state),
         cmocka_unit_test(test_young_sets_compact),
         cmocka_unit_test(test_many_runs_fold_rarely),
+        cmocka_unit_test(test_slice_end_rewrites_main_once),
         cmocka_unit_test(test_late_first_pages_plan_as_in_order),
         cmocka_unit_test(test_user_back_after_a_window_lives_as_new),
         cmocka_unit_test(test_growing_user_stays_writable),
