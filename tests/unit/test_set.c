@@ -1727,6 +1727,71 @@ static void test_head_run_turns_elias_fano(void **state)
     seen_free(s);
 }
 
+/* A key of ~3,000 items written live in pages of 20, which flush the head
+ * every time: the run of the current slice is Elias-Fano once it holds
+ * SEEN_EF_MIN_LARGE_SET_RUN values (a Golomb run's edit decodes most of
+ * it on every page), Golomb below; the items stay seen, through a reload
+ * too, and the key within 15 bits per item it holds. */
+static void test_mid_set_head_run_elias_fano(void **state)
+{
+    (void)state;
+    seen_policy p;
+    seen_policy_default(&p);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    enum { N = 3000, PAGE = 20, WINDOWS = 3, TOTAL = WINDOWS * N };
+    probe_items pi;
+    items_alloc(&pi, TOTAL);
+    for (size_t i = 0; i < TOTAL; i++)
+        items_set(&pi, i, i * 0x9e3779b97f4a7c15u + 29);
+    const int64_t window = 90 * DAY, step = window / (N / PAGE);
+    bool golomb_seen = false, ef_seen = false;
+    int64_t now = T0;
+    for (size_t i = 0; i < TOTAL; i += PAGE, now += step) {
+        assert_int_equal(seen_add_str(s, pi.strs + i, PAGE, NULL, now, NULL), SEEN_OK);
+        if (i < N)
+            continue;
+        uint64_t stored = s->head_n;
+        for (uint32_t r = 0; r < s->nruns; r++)
+            stored += s->runs[r].n;
+        const int64_t slice = (now - s->origin) / (int64_t)s->slice_ms;
+        const seen__run *last = &s->runs[s->nruns - 1];
+        bool several;
+        if (stored < SEEN_FINE_RECENT_SET || stored >= SEEN_EF_LARGE_SET || last->c <= 1 ||
+            run_newest_slice(s, last, &several) != slice || several)
+            continue;
+        /* The run of this slice alone: the one the head goes into. */
+        if (last->n < SEEN_EF_MIN_LARGE_SET_RUN) {
+            assert_false(seen__run_is_ef(last));
+            golomb_seen = true;
+        } else if (seen__ef_low_bits(last->n, last->span) <= SEEN_EF_MAX_LOW_BITS) {
+            assert_true(seen__run_is_ef(last));
+            ef_seen = true;
+        }
+    }
+    assert_true(golomb_seen);
+    assert_true(ef_seen);
+    assert_int_equal(seen__set_check(s), SEEN_OK);
+    uint64_t held = s->head_n;
+    for (uint32_t r = 0; r < s->nruns; r++)
+        held += s->runs[r].n;
+    const double bits = (double)seen_serialized_size(s) * 8.0 / (double)held;
+    fprintf(stderr, "[stat] mid-size key written live: %.2f bits per held item\n", bits);
+    assert_true(bits < 15.0);
+    /* The last window's items, a slice or so of the first ones forgotten. */
+    const size_t from = TOTAL - N + N / 2;
+    for (int pass = 0; pass < 2; pass++) {
+        uint8_t *seen = calloc(TOTAL - from, 1);
+        assert_int_equal(seen_filter_str(s, pi.strs + from, TOTAL - from, now, seen), SEEN_OK);
+        for (size_t i = 0; i < TOTAL - from; i++)
+            assert_int_equal(seen[i], 1);
+        free(seen);
+        s = roundtrip(s);
+    }
+    items_free(&pi);
+    seen_free(s);
+}
+
 /* Every write is near-linear in the items it brings plus the items the key
  * holds, under every policy family: four times both must cost well under
  * the 16 times a quadratic write would (ratios measured in one run, best of
@@ -3007,6 +3072,7 @@ int main(void)
         cmocka_unit_test(test_bulk_load_plans_for_what_it_holds),
         cmocka_unit_test(test_live_adds_after_import),
         cmocka_unit_test(test_head_run_turns_elias_fano),
+        cmocka_unit_test(test_mid_set_head_run_elias_fano),
         cmocka_unit_test(test_large_set_recodes_small_plans_runs),
         cmocka_unit_test(test_page_head_matches_loaded),
         cmocka_unit_test(test_loaded_edges_take_writes),
