@@ -10,7 +10,8 @@ fills, one with no limit, a week-long window's first day), a key growing
 for weeks (planned for its newest data's rate), and one whose run taking
 those adds grows past 4,096 values (coded Elias-Fano
 from there), loses some of them and takes more, and one written live from
-its first day past 16,384 items (its small runs recoded Elias-Fano).  After
+its first day past 16,384 items (its small runs recoded Elias-Fano), and
+one of 4,000 items whose run taking the head is coded Elias-Fano.  After
 each workload the answers and bytes of every key must survive DEBUG RELOAD,
 a restart from RDB, a restart from AOF, a replica's full sync and
 DUMP/RESTORE; nothing may be refused and the server must stay up.  (make test-module-san runs this file against the
@@ -90,6 +91,17 @@ def import_windows(client, key, prefix, n, end):
                           "%s%d" % (prefix, first[wi] + i + j)]
             pipe.execute_command("SEEN.INSERT", key, "NOW", pairs[-2], "TIMED", "ITEMS", *pairs)
         pipe.execute_command("SEEN.COMPACT", key, "NOW", w_end)
+    pipe.execute()
+
+
+def live_pages(client, key, items, start, span, page=20):
+    """SEEN.INSERT of items in pages at times spread over [start, start +
+    span), each page at its own time as a live feed writes, pipelined."""
+    pages = (len(items) + page - 1) // page
+    pipe = client.pipeline(transaction=False)
+    for p in range(pages):
+        pipe.execute_command("SEEN.INSERT", key, "NOW", start + p * span // pages, "ITEMS",
+                             *items[page * p:page * p + page])
     pipe.execute()
 
 
@@ -298,17 +310,25 @@ def write_everything(server, tmp_path):
                           live[i])
     w.expect("headrun", [x for k, x in enumerate(live) if k >= 5000 or k % 100])
 
+    # A key of 4,000 items written live in pages of 20 over 80 days: past
+    # 2,048 items the run of the current slice, which every page's flush
+    # edits, is coded Elias-Fano from 256 values (SEEN.INFO does not name a
+    # run's layout; test_mid_set_head_run_elias_fano checks it in process),
+    # beside Golomb-coded runs too small for it.
+    mid = ["md%d" % i for i in range(4000)]
+    live_pages(c, "midhead", mid, now - 81 * DAY, 80 * DAY)
+    runs = info_map(c.execute_command("SEEN.INFO", "midhead"))["runs"]
+    assert runs[-1]["segments"] == 1 and runs[-1]["items"] >= 256, runs
+    assert all(r["items"] < 8192 for r in runs), runs
+    w.expect("midhead", mid)
+
     # A key written live from its first day past 16,384 items: the runs its
     # first days' and young plans left while it was small are recoded
     # Elias-Fano once it is that large, as every run of 256 values or more
     # is from then on; then deletes (edits of such runs in place) and more
     # pages.
     grown = ["gr%d" % i for i in range(21000)]
-    pipe = c.pipeline(transaction=False)
-    for p in range(1000):
-        pipe.execute_command("SEEN.INSERT", "grown", "NOW", now - 60 * DAY + p * (59 * DAY) // 1000,
-                             "ITEMS", *grown[20 * p:20 * p + 20])
-    pipe.execute()
+    live_pages(c, "grown", grown[:20000], now - 60 * DAY, 59 * DAY)
     runs = info_map(c.execute_command("SEEN.INFO", "grown"))["runs"]
     assert sum(r["items"] for r in runs) >= 16384, runs
     assert any(256 <= r["items"] < 8192 for r in runs[:-1]), runs
