@@ -1641,6 +1641,21 @@ static void test_large_set_recodes_small_plans_runs(void **state)
     seen_free(s);
 }
 
+/* The run taking the head is Golomb-coded below `least` values and
+ * Elias-Fano from there, where its values' spread allows Elias-Fano;
+ * notes which of the two it was. */
+static void check_head_run_layout(const seen__run *run, size_t least, bool *golomb_seen,
+                                  bool *ef_seen)
+{
+    if (run->n < least) {
+        assert_false(seen__run_is_ef(run));
+        *golomb_seen = true;
+    } else if (seen__ef_low_bits(run->n, run->span) <= SEEN_EF_MAX_LOW_BITS) {
+        assert_true(seen__run_is_ef(run));
+        *ef_seen = true;
+    }
+}
+
 /* The run that takes the head, in a set past its first window: Golomb
  * while small, Elias-Fano once it holds SEEN_EF_MIN_HEAD_RUN values
  * (SEEN_EF_MIN_LARGE_SET_RUN in a set this large; every add probes it),
@@ -1676,15 +1691,9 @@ static void test_head_run_turns_elias_fano(void **state)
             if (run->c <= 1 || run_newest_slice(s, run, &several) != slice || several)
                 continue;
             /* The run of this slice alone: the one the head goes into. */
-            const size_t least =
-                seen__set_run_shape(s) ? SEEN_EF_MIN_LARGE_SET_RUN : SEEN_EF_MIN_HEAD_RUN;
-            if (run->n < least) {
-                assert_false(seen__run_is_ef(run));
-                golomb_seen = true;
-            } else if (seen__ef_low_bits(run->n, run->span) <= SEEN_EF_MAX_LOW_BITS) {
-                assert_true(seen__run_is_ef(run));
-                ef_seen = true;
-            }
+            check_head_run_layout(
+                run, seen__set_run_shape(s) ? SEEN_EF_MIN_LARGE_SET_RUN : SEEN_EF_MIN_HEAD_RUN,
+                &golomb_seen, &ef_seen);
         }
     }
     assert_true(golomb_seen);
@@ -1761,13 +1770,7 @@ static void test_mid_set_head_run_elias_fano(void **state)
             run_newest_slice(s, last, &several) != slice || several)
             continue;
         /* The run of this slice alone: the one the head goes into. */
-        if (last->n < SEEN_EF_MIN_LARGE_SET_RUN) {
-            assert_false(seen__run_is_ef(last));
-            golomb_seen = true;
-        } else if (seen__ef_low_bits(last->n, last->span) <= SEEN_EF_MAX_LOW_BITS) {
-            assert_true(seen__run_is_ef(last));
-            ef_seen = true;
-        }
+        check_head_run_layout(last, SEEN_EF_MIN_LARGE_SET_RUN, &golomb_seen, &ef_seen);
     }
     assert_true(golomb_seen);
     assert_true(ef_seen);
