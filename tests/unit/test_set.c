@@ -1799,11 +1799,14 @@ static void test_mid_set_head_run_elias_fano(void **state)
  * holds, under every policy family: four times both must cost well under
  * the 16 times a quadratic write would (ratios measured in one run, best of
  * three; the margin covers caches that large batches outgrow, which make
- * linear work cost up to ~1.25x per doubling here). */
+ * linear work cost up to ~1.25x per doubling here).  A shared machine's
+ * speed can change by 2x between two measurements, so a family that misses
+ * is measured again, up to five rounds: a quadratic write misses in every
+ * one. */
 static void test_writes_near_linear(void **state)
 {
     (void)state;
-    enum { N = 40000 };
+    enum { N = 40000, ROUNDS = 5 };
     probe_items pi;
     items_alloc(&pi, 4 * N);
     for (size_t i = 0; i < 4 * N; i++)
@@ -1822,23 +1825,36 @@ static void test_writes_near_linear(void **state)
     };
     for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
         const seen_policy *p = &families[f].p;
-        /* A batch of n into a set holding n, against 2n into 2n. */
-        double a1 = time_write(p, &pi, N / 4, N / 4, false);
-        double a2 = time_write(p, &pi, N, N, false);
-        /* Removing one item from a set of n, against 2n. */
-        /* (Sizes off multiples of a bucket's items: there a delete changes
-         * the run's bucket count and rebuilds it, a different path.) */
-        double r1 = time_write(p, &pi, N / 2 + 5, 1, true);
-        double r2 = time_write(p, &pi, 2 * N + 5, 1, true);
-        fprintf(stderr, "[stat] %s: add x4 -> %.2fx time, remove from x4 -> %.2fx\n",
-                families[f].name, a2 / (a1 > 1e-6 ? a1 : 1e-6), r2 / (r1 > 1e-6 ? r1 : 1e-6));
-        /* A removal from 80,000 items takes a few milliseconds, and with
-         * the sanitizers, and another test on the other hyperthread
-         * sharing the caches (make -j2 test), it measured up to 13 times
-         * the one from 20,000: the slack is 5 ms, where a quadratic write
-         * at these sizes takes seconds. */
-        assert_true(a2 < 8.0 * a1 + 0.005);
-        assert_true(r2 < 8.0 * r1 + 0.005);
+        bool adds_linear = false, removes_linear = false;
+        for (int round = 0; round < ROUNDS && !(adds_linear && removes_linear); round++) {
+            if (!adds_linear) {
+                /* A batch of n into a set holding n, against 2n into 2n. */
+                double a1 = time_write(p, &pi, N / 4, N / 4, false);
+                double a2 = time_write(p, &pi, N, N, false);
+                fprintf(stderr, "[stat] %s: add x4 -> %.2fx time\n", families[f].name,
+                        a2 / (a1 > 1e-6 ? a1 : 1e-6));
+                adds_linear = a2 < 8.0 * a1 + 0.005;
+            }
+            if (!removes_linear) {
+                /* Removing one item from a set of n, against 2n.  (Sizes
+                 * off multiples of a bucket's items: there a delete changes
+                 * the run's bucket count and rebuilds it, a different
+                 * path.) */
+                double r1 = time_write(p, &pi, N / 2 + 5, 1, true);
+                double r2 = time_write(p, &pi, 2 * N + 5, 1, true);
+                fprintf(stderr, "[stat] %s: remove from x4 -> %.2fx time\n", families[f].name,
+                        r2 / (r1 > 1e-6 ? r1 : 1e-6));
+                /* A removal from 80,000 items takes a few milliseconds, and
+                 * with the sanitizers, and another test on the other
+                 * hyperthread sharing the caches (make -j2 test), it
+                 * measured up to 13 times the one from 20,000: the slack
+                 * is 5 ms, where a quadratic write at these sizes takes
+                 * seconds. */
+                removes_linear = r2 < 8.0 * r1 + 0.005;
+            }
+        }
+        assert_true(adds_linear);
+        assert_true(removes_linear);
     }
     items_free(&pi);
 }
