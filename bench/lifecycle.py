@@ -23,6 +23,14 @@ for users between sessions.  While the users write, seen.pack-idle-seconds
 is a simulated day, which every user with a large key writes well within,
 so the first measurement is of every user mid-session.
 
+Then keys in their first hours and days, which the checkpoints ten days
+apart step over: heavy users from their first page (a first-day burst of
+1,000 an hour, 1,000 a day, migrated SETs of 10,000 and of 2,500 written
+at one time then 1,000 a day), written on a server whose clock runs at its
+normal pace with `SEEN.INSERT … NOW t` at their own past times, MEMORY
+USAGE after every page once a key holds 1,000 live items: "every key
+holding 1,000 items, at every age" is judged on those and on the fleet's.
+
   bench/lifecycle.py --out bench/results          the full run (make bench-lifecycle)
   bench/lifecycle.py --short --check --out DIR    a 60-day run for make test
 
@@ -69,6 +77,7 @@ VISIT_ITEMS = 10
 # name: (description, check(result) -> (holds, measured))
 TARGETS = {
     "big keys": "every SEEN key holding >= 1,000 live items: <= 20 bits per item",
+    "young keys": "the same from a heavy key's first page, after every page: <= 20 bits per item",
     "fleet": "fleet with users arriving: <= 16 bits per live item at every checkpoint",
     "steady fleet": "fleet once arrivals have stopped for a window: <= 14.5 bits per live item",
     "10 a day": "users adding 10 a day, ~900 held, past their first window: <= 17 bits per item",
@@ -249,13 +258,91 @@ def checkpoint(client, people, day, now, rng):
     return row
 
 
-def judge(rows, arrive_until, days):
+# Heavy keys from their first page: (name, phases), each phase a number of
+# items written in pages of 20 spread evenly over a span of hours (0: all
+# in one command at one time, as `seen-ingest migrate --set-ts now` writes a
+# legacy SET).
+YOUNG_PATTERNS = [
+    ("a first-day burst: 1,000 an hour for 24 hours", [(24000, 24)]),
+    ("a heavy user from day one: 1,000 a day for 30 days", [(30000, 30 * 24)]),
+    ("a migrated SET: 10,000 at one time, then 1,000 a day for 30 days",
+     [(10000, 0), (30000, 30 * 24)]),
+    ("a migrated SET: 2,500 at one time, then 1,000 a day for 30 days",
+     [(2500, 0), (30000, 30 * 24)]),
+]
+YOUNG_AGES_H = [1, 6, 24, 7 * 24, 30 * 24]
+
+
+def young_keys(module, directory, short):
+    """Bits per item (MEMORY USAGE) of each young pattern's key after every
+    page once it holds 1,000 items; its worst, and its value at the ages
+    YOUNG_AGES_H (the first page at or past each)."""
+    proc, client = start_server(1, module, directory)
+    results = []
+    try:
+        end = server_ms(client) - 1000
+        for index, (name, phases) in enumerate(YOUNG_PATTERNS):
+            if short:  # the same rates for a quarter of the time
+                phases = [(n // 4 if h else n, h / 4) for n, h in phases]
+            start = end - int(sum(h for _, h in phases) * 3600000)
+            # Every page: its time and the items the key holds after it.
+            pages, t_at, written = [], start, 0
+            for items, hours in phases:
+                # All at one time: one command, as the migration writes a
+                # legacy key.
+                per = 20 if hours else items
+                count = (items + per - 1) // per
+                for k in range(count):
+                    t = t_at + int(hours * 3600000 * (k + 1) / count)
+                    n = min(per, items - per * k)
+                    pages.append((t, ["y%d-%016x" % (index, written + j) for j in range(n)]))
+                    written += n
+                t_at += int(hours * 3600000)
+            key = "young:%d" % index
+            worst, at_age, samples, over, held = None, {}, 0, 0, 0
+            ages = list(YOUNG_AGES_H)
+            for chunk in range(0, len(pages), 100):
+                pipe = client.pipeline(transaction=False)
+                for t, page in pages[chunk:chunk + 100]:
+                    pipe.execute_command("SEEN.INSERT", key, "NOW", t, "ITEMS", *page)
+                    pipe.memory_usage(key, samples=0)
+                replies = pipe.execute()
+                for (t, page), mem in zip(pages[chunk:chunk + 100], replies[1::2]):
+                    held += len(page)
+                    bits, age_h = mem * 8 / held, (t - start) / 3600000
+                    # The first page at or past each age (a key then
+                    # holding under 1,000 items is not judged).
+                    while ages and age_h >= ages[0]:
+                        at_age[ages.pop(0)] = (bits, held) if held >= 1000 else None
+                    if held < 1000:
+                        continue
+                    samples += 1
+                    over += bits > 20
+                    if worst is None or bits > worst[0]:
+                        worst = (bits, held, age_h)
+            results.append({"name": name, "worst": worst, "at_age": at_age, "samples": samples,
+                            "over": over, "items": written})
+            client.delete(key)
+    finally:
+        proc.kill()
+        proc.wait()
+    return results
+
+
+def judge(rows, young, arrive_until, days):
     results = {}
     big = max(rows, key=lambda r: r["worst_big"])
     rest_big = max(r.get("worst_big_rest", 0.0) for r in rows)
-    results["big keys"] = (big["worst_big"] <= 20, "worst %.1f bits%s; at rest %.1f" % (
-        big["worst_big"], " (%s)" % big["worst_big_key"] if "worst_big_key" in big else "",
-        rest_big))
+    results["big keys"] = (big["worst_big"] <= 20, "in the fleet, worst %.1f bits%s; at rest %.1f"
+                           % (big["worst_big"], " (%s)" % big["worst_big_key"]
+                              if "worst_big_key" in big else "", rest_big))
+    judged = [y for y in young if y["worst"]]
+    if judged:
+        y = max(judged, key=lambda y: y["worst"][0])
+        results["young keys"] = (y["worst"][0] <= 20, "worst %.1f bits (%s: %d items, %.1f hours"
+                                 " in; %d of its %d pages over 20)" % (
+                                     y["worst"][0], y["name"], y["worst"][1], y["worst"][2],
+                                     y["over"], y["samples"]))
     arriving = [r for r in rows if r["day"] <= arrive_until and r["live"]]
     worst = max(arriving, key=lambda r: r["seen_bits"], default=None)
     rest = max((r["seen_rest_bits"] for r in arriving), default=0)
@@ -296,7 +383,11 @@ def judge(rows, arrive_until, days):
     return results
 
 
-def write_report(out, rows, results, args, elapsed):
+def age_label(hours):
+    return "%d h" % hours if hours < 24 else "%d d" % (hours // 24)
+
+
+def write_report(out, rows, young, results, args, elapsed):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "lifecycle.dat"), "w") as f:
         f.write("day\tseen\tset\tzset\n")
@@ -336,6 +427,26 @@ def write_report(out, rows, results, args, elapsed):
                                  r["zset"] / max(r["users"], 1), per_user("young"),
                                  per_user("light"), per_user("medium"), per_user("heavy"),
                                  per_user("10/day"), r["fp"] / max(r["probes"], 1)))
+    if young:
+        lines += ["", "Young heavy keys (MEMORY USAGE bits per item after every page once a key "
+                  "holds 1,000 items, written at their own times on a server at its normal "
+                  "pace; at an age: the first page at or past it, – while under 1,000 items%s):"
+                  % ("; this short form writes each pattern for a quarter of its time"
+                     if args.short else ""),
+                  "", "| pattern | items | worst bits/item | at (items, hours) | pages over 20 | "
+                  + " | ".join(age_label(a) for a in YOUNG_AGES_H) + " |",
+                  "|---|---:|---:|---|---:|" + "---:|" * len(YOUNG_AGES_H)]
+        for y in young:
+            cells = []
+            for a in YOUNG_AGES_H:
+                v = y["at_age"].get(a, "n/a")
+                cells.append("n/a" if v == "n/a" else "–" if v is None else
+                             "%.1f (%d)" % v)
+            w = y["worst"]
+            lines.append("| %s | %d | %s | %s | %d of %d | %s |" % (
+                y["name"], y["items"], "%.1f" % w[0] if w else "–",
+                "%d, %.1f" % (w[1], w[2]) if w else "–", y["over"], y["samples"],
+                " | ".join(cells)))
     lines += ["", "Targets:", ""]
     for name, (holds, measured) in results.items():
         mark = "n/a" if holds is None else ("holds" if holds else "MISSED")
@@ -403,8 +514,11 @@ def main():
                           r["day"], r["users"], r["live"], r["seen_bits"], r["floor_bits"],
                           r["set_bits"], r["zset_bits"], r["false_negatives"]), flush=True)
                 next_check += args.every
-        results = judge(rows, args.arrive_until, args.days)
-        print(write_report(args.out, rows, results, args, time.time() - started))
+        proc.kill()
+        proc.wait()
+        young = young_keys(args.module, directory, args.short)
+        results = judge(rows, young, args.arrive_until, args.days)
+        print(write_report(args.out, rows, young, results, args, time.time() - started))
     finally:
         proc.kill()
         proc.wait()
