@@ -253,9 +253,9 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
 {
     size_t nst = 0;
     seen_err err = SEEN_OK;
-    uint64_t *ov = NULL;
-    uint16_t *ot = NULL;
-    int32_t *orank = NULL;
+    uint64_t *ov = NULL;   /* the merged values, then in the same block ... */
+    int32_t *orank = NULL; /* ... their ranks, the tag of each segment ... */
+    uint16_t *ot = NULL;   /* ... and their tags */
     size_t total = 0;
     *empty = false;
     if (ninputs > SEEN_MAX_RUNS)
@@ -266,15 +266,14 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
         if (err != SEEN_OK || done)
             return err;
     }
-    stream *st = seen__calloc(ninputs + 1, sizeof *st);
     /* Per table segment: entries consumed, produced, and dropped as the
-     * older of two equal values. */
-    uint64_t *acct = seen__calloc((size_t)ns->nsegs * 3 + 1, sizeof *acct);
-    if (acct == NULL || st == NULL) {
-        seen__free(st);
-        seen__free(acct);
+     * older of two equal values; then the streams, in the same block (each
+     * allocation through Redis's allocator also asks its size twice). */
+    const size_t nacct = (size_t)ns->nsegs * 3 + 1;
+    uint64_t *acct = seen__calloc(1, nacct * sizeof *acct + (ninputs + 1) * sizeof(stream));
+    if (acct == NULL)
         return SEEN_ERR_NOMEM;
-    }
+    stream *st = (stream *)(void *)(acct + nacct);
     uint64_t *in_count = acct, *out_count = acct + ns->nsegs, *collapsed = acct + 2 * ns->nsegs;
     for (size_t i = 0; i < ninputs && err == SEEN_OK; i++) {
         err = stream_from_run(s, ns, inputs[i], c_out, rm, nrm, &st[nst], in_count);
@@ -292,13 +291,18 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
         *empty = true;
         goto account;
     }
-    ov = seen__malloc(total * sizeof *ov);
-    ot = seen__malloc(total * sizeof *ot);
-    orank = seen__malloc(total * sizeof *orank);
-    if (ov == NULL || ot == NULL || orank == NULL) {
+    /* Widest first, so each array stays aligned: values, ranks, the tag
+     * of each table segment and the ids of the segments used, tags. */
+    ov = seen__malloc(total * (sizeof *ov + sizeof *orank + sizeof *ot) +
+                      (size_t)ns->nsegs * (sizeof(int32_t) + sizeof(uint32_t)));
+    if (ov == NULL) {
         err = SEEN_ERR_NOMEM;
         goto done;
     }
+    orank = (int32_t *)(void *)(ov + total);
+    int32_t *tag_of = orank + total;
+    uint32_t *seg_ids = (uint32_t *)(void *)(tag_of + ns->nsegs);
+    ot = (uint16_t *)(void *)(seg_ids + ns->nsegs);
     /* k-way merge; equal values collapse into the newest segment.  Two
      * non-empty inputs is the common case (a run and the head; a recent run
      * folded into main, the head's part of ended slices often empty): merge
@@ -363,14 +367,8 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
     /* Tags: the ranks used, renumbered in age order. */
     {
         uint32_t used_cnt = 0;
-        /* One block: the tag of each table segment, then the ids of the
-         * segments used (at most the table's size, never a fixed bound). */
-        int32_t *tag_of = seen__malloc((size_t)ns->nsegs * (sizeof *tag_of + sizeof(uint32_t)));
-        if (tag_of == NULL) {
-            err = SEEN_ERR_NOMEM;
-            goto done;
-        }
-        uint32_t *seg_ids = (uint32_t *)(void *)(tag_of + ns->nsegs);
+        /* The ids of the segments used: at most the table's size, never a
+         * fixed bound. */
         for (uint32_t i = 0; i < ns->nsegs; i++)
             tag_of[i] = -1;
         for (size_t i = 0; i < n; i++)
@@ -393,7 +391,6 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
         err = seen__run_encode(out, c_out, ov, ot, n, seg_ids, used_cnt,
                                (fine ? SEEN_RUN_FINE : 0u) |
                                    (takes_head ? SEEN_RUN_TAKES_HEAD : 0u) | set_shape);
-        seen__free(tag_of);
     }
 account:
     if (err == SEEN_OK) {
@@ -408,10 +405,7 @@ account:
 done:
     for (size_t i = 0; i < nst; i++)
         stream_free(&st[i]);
-    seen__free(st);
     seen__free(ov);
-    seen__free(ot);
-    seen__free(orank);
     seen__free(acct);
     return err;
 }
