@@ -634,11 +634,13 @@ static seen_err tag_counts(const seen_set *s, const id_index *ix, uint64_t *phys
         }
         /* Count per tag, then add each tag's count to its segment: one
          * lookup per tag, not per entry. */
-        uint64_t per_tag_small[LOAD_SMALL_SEGS] = {0};
+        uint64_t per_tag_small[LOAD_SMALL_SEGS];
         uint64_t *per_tag =
             r->nsegs <= LOAD_SMALL_SEGS ? per_tag_small : seen__calloc(r->nsegs, sizeof *per_tag);
         if (per_tag == NULL)
             return SEEN_ERR_NOMEM;
+        if (per_tag == per_tag_small) /* only the slots it counts in */
+            memset(per_tag_small, 0, r->nsegs * sizeof *per_tag_small);
         seen__run_count_tags(r, per_tag);
         for (uint32_t t = 0; t < r->nsegs; t++)
             phys[find_seg(ix, ids[t])] += per_tag[t];
@@ -890,81 +892,85 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
     }
     unsigned __int128 mass = 0; /* of fingerprints: runs with c > 1 */
     for (uint32_t i = 0; i < nruns; i++) {
-        seen__run r;
-        memset(&r, 0, sizeof r);
-        r.c = v1 ? get_u64(rb) : get_shifted(rb);
-        r.base = get_f64bits(rb);
-        r.span = get_f64bits(rb);
-        r.golomb_m = get_f64bits(rb);
-        r.bucket_w = get_f64bits(rb);
-        r.code_bits = get_f64bits(rb);
-        r.idx_min_bits = v1 ? (int64_t)get_u64(rb) : get_zz(rb);
-        r.idx_min_items = v1 ? (int64_t)get_u64(rb) : get_zz(rb);
-        r.n = get_f32bits(rb);
-        r.nbuckets = get_f32bits(rb);
-        r.nsegs = get_f32bits(rb);
-        r.w_bits = get_u8(rb);
-        r.w_items = get_u8(rb);
+        /* Built in its zeroed slot (a 104-byte local cleared and copied
+         * in cost a microcoded string instruction each, a sixth of a small
+         * set's load); it counts once nruns does, and until then an error
+         * frees its block here. */
+        seen__run *r = &s->runs[i];
+        r->c = v1 ? get_u64(rb) : get_shifted(rb);
+        r->base = get_f64bits(rb);
+        r->span = get_f64bits(rb);
+        r->golomb_m = get_f64bits(rb);
+        r->bucket_w = get_f64bits(rb);
+        r->code_bits = get_f64bits(rb);
+        r->idx_min_bits = v1 ? (int64_t)get_u64(rb) : get_zz(rb);
+        r->idx_min_items = v1 ? (int64_t)get_u64(rb) : get_zz(rb);
+        r->n = get_f32bits(rb);
+        r->nbuckets = get_f32bits(rb);
+        r->nsegs = get_f32bits(rb);
+        r->w_bits = get_u8(rb);
+        r->w_items = get_u8(rb);
         if (version >= FORMAT_V3) {
             uint8_t wv = get_u8(rb);
-            r.w_vals = wv & 0x7fu;
-            r.loose_ends = (wv & 0x80u) != 0;
+            r->w_vals = wv & 0x7fu;
+            r->loose_ends = (wv & 0x80u) != 0;
         }
         if (rb->short_read)
             return SEEN_ERR_FORMAT_TRUNCATED;
         if (rb->bad)
             return CORRUPT;
-        bool ef = version >= FORMAT_V4 && r.golomb_m == 0;
-        if (r.golomb_m == 0 && !ef)
+        bool ef = version >= FORMAT_V4 && r->golomb_m == 0;
+        if (r->golomb_m == 0 && !ef)
             return CORRUPT; /* no Golomb parameter is 0 */
         if (ef) {
             /* Elias-Fano: its low bits ride in bucket_w's place. */
-            if (r.bucket_w > SEEN_EF_MAX_LOW_BITS)
+            if (r->bucket_w > SEEN_EF_MAX_LOW_BITS)
                 return CORRUPT;
-            uint64_t low = r.bucket_w;
-            r.bucket_w = 0;
-            r.ef.low = (uint8_t)low;
-            if (seen__ef_shape(&r) != SEEN_OK)
+            uint64_t low = r->bucket_w;
+            r->bucket_w = 0;
+            r->ef.low = (uint8_t)low;
+            if (seen__ef_shape(r) != SEEN_OK)
                 return CORRUPT;
         }
         /* Every value is some 64-bit key divided by c (queries compare
          * keys with value * c). */
-        if (r.c == 0 || r.span > UINT64_MAX - r.base || r.base + r.span > UINT64_MAX / r.c ||
-            ((s->budget == 0 || s->plan_c == 0) && r.c != 1) || r.n == 0 || r.nsegs == 0 ||
-            r.nsegs > SEEN_MAX_SEGMENTS || r.code_bits > SEEN_MAX_CODE_BITS || r.nbuckets == 0 ||
-            r.nbuckets > r.n || r.w_bits > 62 || r.w_items > 40 || r.w_vals > 64 ||
-            (r.w_vals != 0) != run_ranked(&r) ||
-            (version < FORMAT_V3 && (run_ranked(&r) || !nbuckets_canonical(r.n, r.nbuckets))))
+        if (r->c == 0 || r->span > UINT64_MAX - r->base || r->base + r->span > UINT64_MAX / r->c ||
+            ((s->budget == 0 || s->plan_c == 0) && r->c != 1) || r->n == 0 || r->nsegs == 0 ||
+            r->nsegs > SEEN_MAX_SEGMENTS || r->code_bits > SEEN_MAX_CODE_BITS || r->nbuckets == 0 ||
+            r->nbuckets > r->n || r->w_bits > 62 || r->w_items > 40 || r->w_vals > 64 ||
+            (r->w_vals != 0) != run_ranked(r) ||
+            (version < FORMAT_V3 && (run_ranked(r) || !nbuckets_canonical(r->n, r->nbuckets))))
             return CORRUPT;
         /* In version 2 the ids take at least a byte each, not four. */
-        size_t payload = run_payload_bytes(&r);
-        size_t ids_bytes = (size_t)r.nsegs * (v1 ? 4 : 1);
-        if (payload - (size_t)r.nsegs * 4 + ids_bytes > rb->len - rb->pos)
+        size_t payload = run_payload_bytes(r);
+        size_t ids_bytes = (size_t)r->nsegs * (v1 ? 4 : 1);
+        if (payload - (size_t)r->nsegs * 4 + ids_bytes > rb->len - rb->pos)
             return SEEN_ERR_FORMAT_TRUNCATED;
-        r.mem = seen__calloc(1, seen__run_mem_size(&r));
-        if (r.mem == NULL)
+        r->mem = seen__calloc(1, seen__run_mem_size(r));
+        if (r->mem == NULL)
             return SEEN_ERR_NOMEM;
-        uint32_t *idsw = (uint32_t *)(void *)r.mem;
-        for (uint32_t t = 0; t < r.nsegs; t++)
+        uint32_t *idsw = (uint32_t *)(void *)r->mem;
+        for (uint32_t t = 0; t < r->nsegs; t++)
             idsw[t] = get_f32bits(rb);
         if (rb->bad) {
-            seen__free(r.mem);
+            seen__free(r->mem);
+            r->mem = NULL;
             return CORRUPT;
         }
-        const uint8_t *rest = take(rb, payload - (size_t)r.nsegs * 4);
+        const uint8_t *rest = take(rb, payload - (size_t)r->nsegs * 4);
         if (rest == NULL) {
-            seen__free(r.mem);
+            seen__free(r->mem);
+            r->mem = NULL;
             return SEEN_ERR_FORMAT_TRUNCATED;
         }
         /* An Elias-Fano run's samples come before its tags, and later. */
-        memcpy(r.mem + (size_t)r.nsegs * 4 + (ef ? seen__ef_sample_bytes(&r) : 0), rest,
-               payload - (size_t)r.nsegs * 4);
-        s->runs[i] = r;
+        memcpy(r->mem + (size_t)r->nsegs * 4 + (ef ? seen__ef_sample_bytes(r) : 0), rest,
+               payload - (size_t)r->nsegs * 4);
         s->nruns = i + 1;
         /* Each id names a segment, and names it once: the run's ids are
          * kept in age order, so strictly increasing table positions. */
         int32_t last_pos = -1;
-        for (uint32_t t = 0; t < r.nsegs; t++) {
+        for (uint32_t t = 0; t < r->nsegs; t++) {
             int32_t at = find_seg(ix, idsw[t]);
             if (at <= last_pos)
                 return CORRUPT;
@@ -978,7 +984,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
         if (ef)
             seen__ef_index(&s->runs[i]);
         seen__run_split(&s->runs[i]);
-        mass += r.c > 1 ? (unsigned __int128)r.n * r.c : 0;
+        mass += r->c > 1 ? (unsigned __int128)r->n * r->c : 0;
     }
     if (rb->pos != rb->len)
         return CORRUPT; /* trailing bytes */
