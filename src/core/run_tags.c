@@ -167,16 +167,23 @@ static void count_tags_fields(const uint8_t *tw, uint64_t n, uint32_t per, unsig
 /* Any k up to 8: m digits at a time (k^m at most 256), each group's
  * counts read from a table built for the call, one count per byte of a
  * register; four words' chains side by side.  A word holds at most 40
- * digits of base 3 or more, so four words' counts fit a byte.  The table
- * costs about as much as a thousand digits: smaller runs take one digit
- * at a time. */
+ * digits of base 3 or more, so four words' counts fit a byte.  Building
+ * the table takes k^m * m divisions and the walk n / m: m is the group
+ * size that makes the two least (a 768-value run of three segments, which
+ * a small key's load counts on every command that unpacks it: groups of
+ * three digits, 27 entries, not one digit at a time). */
 static void count_tags_digits(const uint8_t *tw, uint64_t n, uint32_t k, uint32_t per,
                               uint64_t *per_tag)
 {
     uint32_t m = 1, km = k;
-    while (n >= 4096 && km * k <= 256) {
-        km *= k;
-        m++;
+    uint64_t best = n;
+    for (uint32_t mm = 2, kk = k * k; kk <= 256; mm++, kk *= k) {
+        uint64_t cost = (uint64_t)kk * mm + n / mm;
+        if (cost < best) {
+            best = cost;
+            m = mm;
+            km = kk;
+        }
     }
     uint64_t table[256];
     for (uint32_t v = 0; v < km; v++) {
