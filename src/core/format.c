@@ -893,7 +893,7 @@ static seen_err read_all(rbuf *rb, seen_set *s, id_index *ix, bool trusted)
     unsigned __int128 mass = 0; /* of fingerprints: runs with c > 1 */
     for (uint32_t i = 0; i < nruns; i++) {
         /* Built in its zeroed slot (a 104-byte local cleared and copied
-         * in cost a microcoded string instruction each, a sixth of a small
+         * in cost a microcoded string instruction each, a tenth of a small
          * set's load); it counts once nruns does, and until then an error
          * frees its block here. */
         seen__run *r = &s->runs[i];

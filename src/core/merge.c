@@ -367,8 +367,8 @@ seen_err seen__merge_build(const seen_set *s, next_state *ns, const seen__run *c
     /* Tags: the ranks used, renumbered in age order. */
     {
         uint32_t used_cnt = 0;
-        /* The ids of the segments used: at most the table's size, never a
-         * fixed bound. */
+        /* Each table segment's tag (-1 while unused) and the ids of the
+         * segments used: at most the table's size, never a fixed bound. */
         for (uint32_t i = 0; i < ns->nsegs; i++)
             tag_of[i] = -1;
         for (size_t i = 0; i < n; i++)
