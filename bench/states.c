@@ -10,10 +10,12 @@
  * runs of different plans cannot merge.  The steady user of the other
  * benchmarks is one row here; the others are what users do besides:
  * grow, slow down, come and go in waves, send a page late, binge after
- * months of a page now and then, come back after months away.
+ * months of a page now and then, come back after months away, be shown
+ * items again while the key still holds them.
  *
  * Each pattern gives items a day as a function of the day; pages of 20
- * fresh 24-character ids are written at their times, in order, through
+ * fresh 24-character ids (or, for a share the pattern gives, ids written
+ * up to AGAIN_DAYS before) are written at their times, in order, through
  * seen_add_str (as the module writes at its clock), under the default
  * policy (90 days, error 0.001) in 4, 16 and 64 slices, and a steady and a
  * growing user under other policies (a week's or a day's window, a cap
@@ -95,7 +97,13 @@ typedef struct pattern {
                                    items; 0: from BIG_KEY */
     uint64_t load;              /* items written in one command at the start, all at one
                                    time (a migrated SET: its members have no times) */
+    unsigned again_tenths;      /* of each page, items first written up to AGAIN_DAYS
+                                   before, added again (a feed showing them again) */
 } pattern;
+
+/* How far back the items a page adds again were first written: inside the
+ * window, so each is still held when it comes again. */
+#define AGAIN_DAYS 60
 
 static double steady(double d)
 {
@@ -150,21 +158,23 @@ static double hundred_a_day(double d)
 }
 
 static const pattern patterns[] = {
-    {"steady, 1,000 a day", steady, 0, 0, false, 0, 0},
-    {"1,000 a day, second page a minute late", steady, 0, 0, true, 0, 0},
-    {"1,000 a day, away days 10-140", steady, 10, 140, false, 0, 0},
-    {"1,000 and 100 a day, 50 days each", swings, 0, 0, false, 0, 0},
-    {"100 + 20 more each day", grows, 0, 0, false, 0, 0},
-    {"100 + 100 more each day", grows_fast, 0, 0, false, 0, 0},
-    {"doubling every 2 weeks, to 20,000", doubles, 0, 0, false, 0, 0},
-    {"3,000 a day for 30 days, then 300", heavy_then_light, 0, 0, false, 0, 0},
-    {"700 a day, 3,000 at weekends", weekends, 0, 0, false, 0, 0},
-    {"waves, 1,000 x e^(1.5 sin(day/9))", waves, 0, 0, false, 0, 0},
-    {"3,000 halving every 20 days, + 20", decays, 0, 0, false, 0, 0},
-    {"1 a day, 20,000 on day 100", binge, 0, 0, false, 0, 0},
-    {"a light user: 1 a day, a page every 20 days", light, 0, 0, false, 50, 0},
-    {"10,000 at one time (a migrated SET), then 100 a day", hundred_a_day, 0, 0, false, 0, 10000},
-    {"10,000 at one time, then 1,000 a day", steady, 0, 0, false, 0, 10000},
+    {"steady, 1,000 a day", steady, 0, 0, false, 0, 0, 0},
+    {"1,000 a day, second page a minute late", steady, 0, 0, true, 0, 0, 0},
+    {"1,000 a day, away days 10-140", steady, 10, 140, false, 0, 0, 0},
+    {"1,000 and 100 a day, 50 days each", swings, 0, 0, false, 0, 0, 0},
+    {"100 + 20 more each day", grows, 0, 0, false, 0, 0, 0},
+    {"100 + 100 more each day", grows_fast, 0, 0, false, 0, 0, 0},
+    {"doubling every 2 weeks, to 20,000", doubles, 0, 0, false, 0, 0, 0},
+    {"3,000 a day for 30 days, then 300", heavy_then_light, 0, 0, false, 0, 0, 0},
+    {"700 a day, 3,000 at weekends", weekends, 0, 0, false, 0, 0, 0},
+    {"waves, 1,000 x e^(1.5 sin(day/9))", waves, 0, 0, false, 0, 0, 0},
+    {"3,000 halving every 20 days, + 20", decays, 0, 0, false, 0, 0, 0},
+    {"1 a day, 20,000 on day 100", binge, 0, 0, false, 0, 0, 0},
+    {"a light user: 1 a day, a page every 20 days", light, 0, 0, false, 50, 0, 0},
+    {"10,000 at one time (a migrated SET), then 100 a day", hundred_a_day, 0, 0, false, 0, 10000,
+     0},
+    {"10,000 at one time, then 1,000 a day", steady, 0, 0, false, 0, 10000, 0},
+    {"1,000 a day, 3 in 10 of them shown again within 60 days", steady, 0, 0, false, 0, 0, 3},
 };
 
 /* The other policies a key can be made with: a short window, a cap with
@@ -296,12 +306,14 @@ static void touch(const seen_str *b, size_t n)
 
 /*
  * Time batches on the key against the hash set of its live items, the
- * items written with sequence numbers [first, end); live candidates are
- * drawn from them but for [late, 2 * late) (a page sent late), and every
- * one must be seen at `now`.  Adds the sample to o.
+ * items written with sequence numbers [first, end) and, where items are
+ * added again, those before `first` whose last add (last_day) was on
+ * from_day or later; live candidates are drawn from [first, end) but for
+ * [late, 2 * late) (a page sent late), and every one must be seen at
+ * `now`.  Adds the sample to o.
  */
 static void measure_queries(seen_set *s, int64_t now, uint64_t first, uint64_t late, uint64_t end,
-                            outcome *o)
+                            const uint16_t *last_day, int from_day, outcome *o)
 {
     static char ids[QUERY_BATCHES * QUERY_BATCH][ID_LEN + 1];
     static seen_str batch[QUERY_BATCHES * QUERY_BATCH];
@@ -311,8 +323,13 @@ static void measure_queries(seen_set *s, int64_t now, uint64_t first, uint64_t l
     const bool by_int = ids_kind != IDS_STR;
     char id[ID_LEN + 1];
     hset h;
-    hset_init(&h, (size_t)(end - first));
-    for (uint64_t q = first; q < end; q++) {
+    uint64_t again = 0;
+    for (uint64_t q = 0; last_day && q < first; q++)
+        again += last_day[q] >= from_day;
+    hset_init(&h, (size_t)(end - first + again));
+    for (uint64_t q = last_day ? 0 : first; q < end; q++) {
+        if (q < first && last_day[q] < from_day)
+            continue;
         id_of(id, q);
         hset_add(&h, by_int ? int_hash(int_id(q)) : XXH3_64bits(id, ID_LEN));
     }
@@ -442,8 +459,17 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
         exit(1);
     char ids[PAGE][ID_LEN + 1];
     seen_str page[PAGE];
-    uint64_t page_int[PAGE];
+    uint64_t page_int[PAGE], page_seq[PAGE];
     const bool by_int = ids_kind != IDS_STR;
+    /* Ids are sequence numbers, each new item the next; first_seq[d] is
+     * the first of day d.  Where items are added again, last_day holds
+     * each one's latest add, and per_day counts items by their latest
+     * add: what the window keeps. */
+    uint64_t next_seq = 0;
+    static uint64_t first_seq[DAYS + 1];
+    uint16_t *last_day = NULL;
+    if (pt->again_tenths && (last_day = calloc((size_t)total + 1, sizeof *last_day)) == NULL)
+        exit(1);
     if (pt->load) {
         /* The load: one command, every item at T0, not counted as a page. */
         char(*lids)[ID_LEN + 1] = malloc(pt->load * sizeof *lids);
@@ -463,6 +489,7 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
             o.refused++;
         o.add_fp += pt->load - added;
         o.written = pt->load;
+        next_seq = pt->load;
         per_day[0] = pt->load;
         free(lids);
         free(ls);
@@ -472,6 +499,7 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
     double carry = 0, runs_sum = 0, bits_sum = 0;
     unsigned samples = 0, bit_samples = 0;
     for (int day = 0; day < days; day++) {
+        first_seq[day] = next_seq;
         bool away = day >= pt->away_from && day < pt->away_to;
         carry += away ? 0 : pt->rate(day) / PAGE;
         int pages = (int)carry;
@@ -480,10 +508,23 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
             int64_t at = T0 + day * DAY + (int64_t)((k + 0.5) * (double)DAY / pages);
             if (pt->late_second_page && o.written == PAGE)
                 at = T0 - 60000;
+            /* Items added again: drawn from those first written in the
+             * last AGAIN_DAYS days, before this page. */
+            const uint64_t again_from = first_seq[day > AGAIN_DAYS ? day - AGAIN_DAYS : 0];
+            const uint64_t page_from = next_seq;
+            size_t fresh_in_page = 0;
             for (int i = 0; i < PAGE; i++) {
-                id_of(ids[i], o.written + (uint64_t)i);
+                uint64_t q;
+                if (pt->again_tenths && page_from > again_from && rnd() % 10 < pt->again_tenths) {
+                    q = again_from + rnd() % (page_from - again_from);
+                } else {
+                    q = next_seq++;
+                    fresh_in_page++;
+                }
+                page_seq[i] = q;
+                id_of(ids[i], q);
                 page[i] = (seen_str){ids[i], ID_LEN};
-                page_int[i] = int_id(o.written + (uint64_t)i);
+                page_int[i] = int_id(q);
             }
             size_t added = PAGE;
             const double t0 = now_s();
@@ -498,7 +539,7 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
                 for (int i = 0; i < PAGE; i++)
                     hset_add(&h, XXH3_64bits(page[i].ptr, page[i].len));
             const double t2 = now_s();
-            o.add_fp += PAGE - added;
+            o.add_fp += fresh_in_page - added;
             const double bound = seen_fpr_estimate(s) / ERROR;
             if (bound > o.bound_most)
                 o.bound_most = bound;
@@ -506,7 +547,13 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
             t_pages += t1 - t0;
             t_hset += t2 - t1;
             o.written += PAGE;
-            per_day[day] += PAGE;
+            for (int i = 0; i < PAGE; i++) {
+                if (last_day && page_seq[i] < page_from)
+                    per_day[last_day[page_seq[i]]]--; /* its older add */
+                if (last_day)
+                    last_day[page_seq[i]] = (uint16_t)day;
+                per_day[day]++;
+            }
         }
         /* A day without writes: forgotten slices go, as the module's sweep
          * sheds them from idle keys (writes shed them themselves). */
@@ -538,7 +585,13 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
              * day but a page sent late, older than the day it is counted
              * in: its items are not drawn as live candidates. */
             const uint64_t late = pt->late_second_page ? PAGE : 0;
-            measure_queries(s, T0 + (day + 1) * DAY - 1, o.written - live, late, o.written, &o);
+            /* Live candidates: the items first written inside the window
+             * (where items come again, live items also include older ones
+             * added again since, which the hash set holds too). */
+            const int from_day = day >= span - 1 ? day - (span - 1) : 0;
+            const uint64_t first = last_day ? first_seq[from_day] : next_seq - live;
+            measure_queries(s, T0 + (day + 1) * DAY - 1, first, late, next_seq, last_day, from_day,
+                            &o);
             check_reload(s, T0 + (day + 1) * DAY - 1, &o);
         }
     }
@@ -556,6 +609,7 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
         o.page_vs_hset = t_hset > 0 ? t_pages / t_hset : 0;
     }
     free(page_t);
+    free(last_day);
     hset_free(&h);
     seen_free(s);
     return o;
