@@ -1890,6 +1890,19 @@ static void test_steady_state(void **state)
     seen_free(s);
 }
 
+/* The string items of keys ids[from..to) are all seen at `now`. */
+static void assert_keys_seen(const seen_set *s, const uint64_t *ids, size_t from, size_t to,
+                             int64_t now)
+{
+    for (size_t i = from; i < to; i++) {
+        str_item it;
+        make_str(&it, ids[i]);
+        uint8_t seen = 0;
+        assert_int_equal(seen_filter_str(s, &it.s, 1, now, &seen), SEEN_OK);
+        assert_int_equal(seen, 1);
+    }
+}
+
 /* A new user writing pages of 20 at the server's clock, `per_day` items a
  * day, for `days`: the worst bits per item of the whole set and of its
  * runs alone at checkpoints once it holds 1,000 items, and no false
@@ -1930,13 +1943,7 @@ static double young_worst_bits(double per_day, double days, size_t *max_runs, do
         }
     }
     assert_int_equal(seen__set_check(s), SEEN_OK);
-    for (size_t i = 0; i < n; i++) {
-        str_item it;
-        make_str(&it, ids[i]);
-        uint8_t seen = 0;
-        assert_int_equal(seen_filter_str(s, &it.s, 1, now, &seen), SEEN_OK);
-        assert_int_equal(seen, 1);
-    }
+    assert_keys_seen(s, ids, 0, n, now);
     free(ids);
     seen_free(s);
     return worst;
@@ -2225,14 +2232,7 @@ static uint32_t readded_most_runs(unsigned tenths_again, double *bits)
     assert_true(seen_fpr_estimate(s) <= 0.001);
     /* The items of the last 80 days are seen (each was written or added
      * again since). */
-    const size_t recent = written - written / 3 * 80 / 90;
-    for (size_t i = recent; i < written; i++) {
-        str_item it;
-        make_str(&it, ids[i]);
-        uint8_t seen = 0;
-        assert_int_equal(seen_filter_str(s, &it.s, 1, now, &seen), SEEN_OK);
-        assert_int_equal(seen, 1);
-    }
+    assert_keys_seen(s, ids, written - written / 3 * 80 / 90, written, now);
     free(ids);
     seen_free(s);
     return most;
