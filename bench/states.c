@@ -99,6 +99,9 @@ typedef struct pattern {
                                    time (a migrated SET: its members have no times) */
     unsigned again_tenths;      /* of each page, items first written up to AGAIN_DAYS
                                    before, added again (a feed showing them again) */
+    uint64_t again_pool;        /* if not 0, those items are drawn from the first
+                                   again_pool ever written instead (a user's
+                                   favourites, played again and again) */
 } pattern;
 
 /* How far back the items a page adds again were first written: inside the
@@ -156,25 +159,32 @@ static double hundred_a_day(double d)
     (void)d;
     return 100;
 }
+static double two_hundred_a_day(double d)
+{
+    (void)d;
+    return 200;
+}
 
 static const pattern patterns[] = {
-    {"steady, 1,000 a day", steady, 0, 0, false, 0, 0, 0},
-    {"1,000 a day, second page a minute late", steady, 0, 0, true, 0, 0, 0},
-    {"1,000 a day, away days 10-140", steady, 10, 140, false, 0, 0, 0},
-    {"1,000 and 100 a day, 50 days each", swings, 0, 0, false, 0, 0, 0},
-    {"100 + 20 more each day", grows, 0, 0, false, 0, 0, 0},
-    {"100 + 100 more each day", grows_fast, 0, 0, false, 0, 0, 0},
-    {"doubling every 2 weeks, to 20,000", doubles, 0, 0, false, 0, 0, 0},
-    {"3,000 a day for 30 days, then 300", heavy_then_light, 0, 0, false, 0, 0, 0},
-    {"700 a day, 3,000 at weekends", weekends, 0, 0, false, 0, 0, 0},
-    {"waves, 1,000 x e^(1.5 sin(day/9))", waves, 0, 0, false, 0, 0, 0},
-    {"3,000 halving every 20 days, + 20", decays, 0, 0, false, 0, 0, 0},
-    {"1 a day, 20,000 on day 100", binge, 0, 0, false, 0, 0, 0},
-    {"a light user: 1 a day, a page every 20 days", light, 0, 0, false, 50, 0, 0},
-    {"10,000 at one time (a migrated SET), then 100 a day", hundred_a_day, 0, 0, false, 0, 10000,
+    {"steady, 1,000 a day", steady, 0, 0, false, 0, 0, 0, 0},
+    {"1,000 a day, second page a minute late", steady, 0, 0, true, 0, 0, 0, 0},
+    {"1,000 a day, away days 10-140", steady, 10, 140, false, 0, 0, 0, 0},
+    {"1,000 and 100 a day, 50 days each", swings, 0, 0, false, 0, 0, 0, 0},
+    {"100 + 20 more each day", grows, 0, 0, false, 0, 0, 0, 0},
+    {"100 + 100 more each day", grows_fast, 0, 0, false, 0, 0, 0, 0},
+    {"doubling every 2 weeks, to 20,000", doubles, 0, 0, false, 0, 0, 0, 0},
+    {"3,000 a day for 30 days, then 300", heavy_then_light, 0, 0, false, 0, 0, 0, 0},
+    {"700 a day, 3,000 at weekends", weekends, 0, 0, false, 0, 0, 0, 0},
+    {"waves, 1,000 x e^(1.5 sin(day/9))", waves, 0, 0, false, 0, 0, 0, 0},
+    {"3,000 halving every 20 days, + 20", decays, 0, 0, false, 0, 0, 0, 0},
+    {"1 a day, 20,000 on day 100", binge, 0, 0, false, 0, 0, 0, 0},
+    {"a light user: 1 a day, a page every 20 days", light, 0, 0, false, 50, 0, 0, 0},
+    {"10,000 at one time (a migrated SET), then 100 a day", hundred_a_day, 0, 0, false, 0, 10000, 0,
      0},
-    {"10,000 at one time, then 1,000 a day", steady, 0, 0, false, 0, 10000, 0},
-    {"1,000 a day, 3 in 10 of them shown again within 60 days", steady, 0, 0, false, 0, 0, 3},
+    {"10,000 at one time, then 1,000 a day", steady, 0, 0, false, 0, 10000, 0, 0},
+    {"1,000 a day, 3 in 10 of them shown again within 60 days", steady, 0, 0, false, 0, 0, 3, 0},
+    {"200 a day, 7 in 10 of them again from 200 favourites", two_hundred_a_day, 0, 0, false, 0, 0,
+     7, 200},
 };
 
 /* The other policies a key can be made with: a short window, a cap with
@@ -509,14 +519,20 @@ static outcome drive(const pattern *pt, uint32_t slices, const policy_case *pc)
             if (pt->late_second_page && o.written == PAGE)
                 at = T0 - 60000;
             /* Items added again: drawn from those first written in the
-             * last AGAIN_DAYS days, before this page. */
-            const uint64_t again_from = first_seq[day > AGAIN_DAYS ? day - AGAIN_DAYS : 0];
+             * last AGAIN_DAYS days (or from the favourites), before this
+             * page. */
             const uint64_t page_from = next_seq;
+            uint64_t again_from = first_seq[day > AGAIN_DAYS ? day - AGAIN_DAYS : 0];
+            uint64_t again_to = page_from;
+            if (pt->again_pool) {
+                again_from = 0;
+                again_to = page_from < pt->again_pool ? page_from : pt->again_pool;
+            }
             size_t fresh_in_page = 0;
             for (int i = 0; i < PAGE; i++) {
                 uint64_t q;
-                if (pt->again_tenths && page_from > again_from && rnd() % 10 < pt->again_tenths) {
-                    q = again_from + rnd() % (page_from - again_from);
+                if (pt->again_tenths && again_to > again_from && rnd() % 10 < pt->again_tenths) {
+                    q = again_from + rnd() % (again_to - again_from);
                 } else {
                     q = next_seq++;
                     fresh_in_page++;
