@@ -775,7 +775,7 @@ struct seen_set {
                           history the set has seen (an import arrives at
                           one `now` with times spread over the past) */
     uint64_t plan_c;   /* divisor new compact runs are planned with; 0: exact */
-    uint64_t hwm;      /* most items held recently: the planning size */
+    uint64_t hwm;      /* most entries live slices stored recently: the planning size */
     int64_t hwm_clock;
     uint32_t next_seg_id;
     uint8_t has_origin;
