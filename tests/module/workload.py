@@ -129,9 +129,28 @@ def run(r, now, seed=1, prefix="w"):
     for page in range(30):
         pipe.execute_command("SEEN.ADD", k("mid"), *["mid%d-%d" % (page, i) for i in range(20)])
     pipe.execute()
+    # Items shown again while the key still holds them: 100 a day for 80
+    # days at their own times, 3 in 10 of each page first written up to 60
+    # days before (older copies stored until their slice's fold, and the
+    # plan sized for them).
+    again_rng = random.Random(seed + 3)
+    written = []
+    for page in range(400):
+        t = now - 80 * DAY + page * (80 * DAY // 400)
+        items = []
+        for i in range(20):
+            if written and again_rng.random() < 0.3:
+                # About 60 days' worth of items written before this page.
+                back = min(len(written), 4200)
+                items.append(written[len(written) - 1 - again_rng.randrange(back)])
+            else:
+                items.append("again%d-%d" % (page, i))
+                written.append(items[-1])
+        pipe.execute_command("SEEN.INSERT", k("again"), "NOW", t, "ITEMS", *items)
+    pipe.execute()
     return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed", "clustered",
                            "burst", "turned", "binge", "apps", "apps-wide", "dense", "sequence",
-                           "mid")]
+                           "mid", "again")]
 
 
 def candidates(seed=1):
@@ -148,6 +167,7 @@ def candidates(seed=1):
     out += ["h%d-%d" % (p, p % 20) for p in range(0, 1060, 11)] + ["h9999-0"]
     out += ["light%d" % d for d in range(0, 60, 3)]
     out += ["binge%d-%d" % (p, p % 20) for p in range(0, 600, 13)] + ["binge9999-0"]
+    out += ["again%d-%d" % (p, p % 20) for p in range(0, 400, 9)]
     return out
 
 
