@@ -385,17 +385,17 @@ static uint64_t planning_size(const seen_set *s, const next_state *ns)
 
 void seen__update_hwm(const seen_set *s, next_state *ns)
 {
-    uint64_t live = planning_size(s, ns);
+    uint64_t held = planning_size(s, ns);
     int64_t horizon = (int64_t)(s->policy.window_ms + s->slice_ms);
     if (s->slice_ms && ns->clock - ns->hwm_clock > horizon) {
-        ns->hwm = live;
+        ns->hwm = held;
         ns->hwm_clock = ns->clock;
     }
     /* A peak within the plan's band of the mark renews it: steady-state
      * peaks recur at about the same height and must keep the plan. */
-    if ((double)live >= (double)ns->hwm * (1.0 - SEEN_PLAN_HYSTERESIS / 2)) {
-        if (live > ns->hwm)
-            ns->hwm = live;
+    if ((double)held >= (double)ns->hwm * (1.0 - SEEN_PLAN_HYSTERESIS / 2)) {
+        if (held > ns->hwm)
+            ns->hwm = held;
         ns->hwm_clock = ns->clock;
     }
 }
