@@ -279,25 +279,45 @@ void seen__run_split(seen__run *r)
     const size_t whole = seen__run_mem_size(r), off = codes_offset(r), bytes = code_bytes(r);
     size_t best = seen__alloc_class(whole);
     uint64_t best_bit = 0;
-    uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
-    /* Where a cut may go: a bucket start, or in an Elias-Fano run the low
-     * of every 64th value (a byte boundary). */
-    uint32_t cuts = ef ? (r->n - 1) / 64 : r->nbuckets - 1;
-    for (uint32_t j = 1; j <= cuts; j++) {
-        uint64_t bit, item;
-        if (ef)
-            bit = ef_ups_bits(r) + (uint64_t)j * 64 * r->ef.low;
-        else
+    /* A second block must pay for its extra pointer chase
+     * (SEEN_SPLIT_MIN_GAIN). */
+    if (ef) {
+        /* The lows may be cut before any value whose low starts on a byte:
+         * every `step`-th.  For each class the front could fill, the cut
+         * that fills it most; a few dozen classes lie below the whole. */
+        const uint64_t ups = ef_ups_bits(r), l = r->ef.low;
+        const unsigned twos = (unsigned)__builtin_ctzll(l) < 3 ? (unsigned)__builtin_ctzll(l) : 3;
+        const uint64_t step = 8u >> twos;
+        const size_t fixed = off + (size_t)(ups / 8) + SEEN_RUN_PAD;
+        for (size_t cls = seen__alloc_class(fixed + (size_t)(step * l / 8)); cls < best;
+             cls = seen__alloc_class(cls + 1)) {
+            uint64_t i = (uint64_t)(cls - fixed) * 8 / l / step * step;
+            if (i >= r->n)
+                break;
+            uint64_t bit = ups + i * l;
+            size_t front = fixed + (size_t)(i * l / 8);
+            size_t tail = bytes - (size_t)(bit / 8) + SEEN_RUN_PAD;
+            size_t cost = seen__alloc_class(front) + seen__alloc_class(tail) + SEEN_SPLIT_MIN_GAIN;
+            if (i > 0 && cost < best) {
+                best = cost;
+                best_bit = bit;
+            }
+        }
+    } else {
+        /* A Golomb run is cut at a bucket start. */
+        uint64_t sl_bits = slope(r->code_bits, r->nbuckets), sl_items = slope(r->n, r->nbuckets);
+        for (uint32_t j = 1; j < r->nbuckets; j++) {
+            uint64_t bit, item;
             bucket_start(r, sl_bits, sl_items, j, &bit, &item);
-        if (bit == 0 || bit >= r->code_bits)
-            continue;
-        size_t front = off + (size_t)((bit + 7) / 8) + SEEN_RUN_PAD;
-        size_t tail = bytes - (size_t)(bit / 8) + SEEN_RUN_PAD;
-        /* A second block must pay for its extra pointer chase. */
-        size_t cost = seen__alloc_class(front) + seen__alloc_class(tail) + SEEN_SPLIT_MIN_GAIN;
-        if (cost < best) {
-            best = cost;
-            best_bit = bit;
+            if (bit == 0 || bit >= r->code_bits)
+                continue;
+            size_t front = off + (size_t)((bit + 7) / 8) + SEEN_RUN_PAD;
+            size_t tail = bytes - (size_t)(bit / 8) + SEEN_RUN_PAD;
+            size_t cost = seen__alloc_class(front) + seen__alloc_class(tail) + SEEN_SPLIT_MIN_GAIN;
+            if (cost < best) {
+                best = cost;
+                best_bit = bit;
+            }
         }
     }
     if (best_bit == 0)

@@ -112,6 +112,36 @@ static int general_runs;
  * bit k for k words. */
 static unsigned ef_aheads_walked;
 
+/* What an Elias-Fano run's blocks cost as laid out (a split charged
+ * SEEN_SPLIT_MIN_GAIN for its second block). */
+static size_t ef_layout_cost(const seen__run *run)
+{
+    if (run->tail == NULL)
+        return seen__alloc_class(seen__run_mem_size(run));
+    return seen__alloc_class(seen__run_front_bytes(run)) +
+           seen__alloc_class(seen__run_tail_bytes(run)) + SEEN_SPLIT_MIN_GAIN;
+}
+
+/* The least of that over every layout: one block, or two cut before any
+ * value whose low starts on a byte, each tried. */
+static size_t ef_least_layout_cost(const seen__run *run)
+{
+    const size_t whole = seen__run_mem_size(run), off = codes_offset(run), bytes = code_bytes(run);
+    size_t least = seen__alloc_class(whole);
+    if (run->ef.low == 0)
+        return least;
+    for (uint64_t i = 1; i < run->n; i++) {
+        uint64_t bit = ef_ups_bits(run) + i * run->ef.low;
+        if (bit % 8 != 0)
+            continue;
+        size_t cost = seen__alloc_class(off + (size_t)(bit / 8) + SEEN_RUN_PAD) +
+                      seen__alloc_class(bytes - (size_t)(bit / 8) + SEEN_RUN_PAD) +
+                      SEEN_SPLIT_MIN_GAIN;
+        least = cost < least ? cost : least;
+    }
+    return least;
+}
+
 static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
 {
     uint64_t *v = malloc((n + 1) * sizeof *v);
@@ -473,6 +503,8 @@ static bool check_run(rng *r, int shape, size_t n, uint32_t nsegs, bool ef)
                         seen__alloc_class(seen__run_tail_bytes(&run)) + SEEN_SPLIT_MIN_GAIN <=
                     seen__alloc_class(whole));
     }
+    if (ef && seen__alloc_rounds())
+        assert_int_equal(ef_layout_cost(&run), ef_least_layout_cost(&run));
     /* A clone holds the same values in the same layout. */
     seen__run copy;
     assert_int_equal(seen__run_clone(&copy, &run), SEEN_OK);
