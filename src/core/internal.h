@@ -163,8 +163,10 @@
 #define SEEN_YOUNG_BULK_AHEAD 8u
 /* A young set may keep items coarser than its plan in a run while that run
  * takes at most 1/SEEN_YOUNG_SHARE of the budget and all its runs at most
- * 1/SEEN_YOUNG_SHARE_ALL (plan.c, young_share_ok): later items then pay
- * at most 0.41 bit each while the young ones live. */
+ * 1/SEEN_YOUNG_SHARE_ALL (plan.c, young_share_ok): its runs fold so, and
+ * the head's items go into such a run, not into one at the plan that a
+ * fold would coarsen later.  Later items then pay at most 0.41 bit each
+ * while the young ones live. */
 #define SEEN_YOUNG_SHARE 16u
 #define SEEN_YOUNG_SHARE_ALL 4u
 /* A re-plan at least this many times coarser than the plan before it takes

@@ -1010,8 +1010,7 @@ seen_err seen__flush(const seen_set *s, next_state *ns)
                         (after <= budget && (exact || d->c <= plan ||
                                              after + (unsigned __int128)still * plan <= budget));
             bool suits = exact || (double)d->c <= (double)plan * (1.0 + SEEN_PLAN_HYSTERESIS) ||
-                         (d->n + ns->hn <= SEEN_SINGLE_RUN_MAX &&
-                          young_share_ok(s, ns, rl, last, last + 1, d->n + ns->hn, d->c));
+                         young_share_ok(s, ns, rl, last, last + 1, d->n + ns->hn, d->c);
             if (fits && suits) {
                 const seen__run *in[1] = {d};
                 err = seen__merge_build(s, ns, in, 1, rest, d->c, NULL, 0, &nr, &empty);
