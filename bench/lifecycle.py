@@ -25,8 +25,8 @@ so the first measurement is of every user mid-session.
 
 Then keys in their first hours and days, which the checkpoints ten days
 apart step over: heavy users from their first page (a first-day burst of
-1,000 an hour, 1,000 a day, migrated SETs of 10,000 and of 2,500 written
-at one time then 1,000 a day), written on a server whose clock runs at its
+1,000 an hour, in pages of 20 and of 5, 1,000 a day, migrated SETs of
+10,000 and of 2,500 written at one time then 1,000 a day), written on a server whose clock runs at its
 normal pace with `SEEN.INSERT … NOW t` at their own past times, MEMORY
 USAGE after every page once a key holds 1,000 live items: "every key
 holding 1,000 items, at every age" is judged on those and on the fleet's.
@@ -259,11 +259,13 @@ def checkpoint(client, people, day, now, rng):
 
 
 # Heavy keys from their first page: (name, phases), each phase a number of
-# items written in pages of 20 spread evenly over a span of hours (0: all
-# in one command at one time, as `seen-ingest migrate --set-ts now` writes a
-# legacy SET).
+# items written in pages (of 20, or of a third number) spread evenly over a
+# span of hours (0: all in one command at one time, as `seen-ingest migrate
+# --set-ts now` writes a legacy SET).  The page size moves a young key's
+# plan: pages of 5 take its first runs through other divisors.
 YOUNG_PATTERNS = [
     ("a first-day burst: 1,000 an hour for 24 hours", [(24000, 24)]),
+    ("the same burst in pages of 5", [(24000, 24, 5)]),
     ("a heavy user from day one: 1,000 a day for 30 days", [(30000, 30 * 24)]),
     ("a migrated SET: 10,000 at one time, then 1,000 a day for 30 days",
      [(10000, 0), (30000, 30 * 24)]),
@@ -283,14 +285,14 @@ def young_keys(module, directory, short):
         end = server_ms(client) - 1000
         for index, (name, phases) in enumerate(YOUNG_PATTERNS):
             if short:  # the same rates for a quarter of the time
-                phases = [(n // 4 if h else n, h / 4) for n, h in phases]
-            start = end - int(sum(h for _, h in phases) * 3600000)
+                phases = [(p[0] // 4 if p[1] else p[0], p[1] / 4) + tuple(p[2:]) for p in phases]
+            start = end - int(sum(p[1] for p in phases) * 3600000)
             # Every page: its time and the items the key holds after it.
             pages, t_at, written = [], start, 0
-            for items, hours in phases:
+            for items, hours, *page in phases:
                 # All at one time: one command, as the migration writes a
                 # legacy key.
-                per = 20 if hours else items
+                per = (page[0] if page else 20) if hours else items
                 count = (items + per - 1) // per
                 for k in range(count):
                     t = t_at + int(hours * 3600000 * (k + 1) / count)
