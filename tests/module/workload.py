@@ -81,6 +81,12 @@ def run(r, now, seed=1, prefix="w"):
     for page in range(300):
         pipe.execute_command("SEEN.INSERT", k("burst"), "NOW", now - 60000 + page * 100, "ITEMS",
                              *["b%d-%d" % (page, i) for i in range(20)])
+    # The same in pages of 5: its young runs take other divisors, and it
+    # passes 8 KB with four runs (an Elias-Fano recent run cut in two
+    # blocks) before they fold.
+    for page in range(1000):
+        pipe.execute_command("SEEN.INSERT", k("burst5"), "NOW", now - 60000 + page * 30, "ITEMS",
+                             *["b5-%d-%d" % (page, i) for i in range(5)])
     day, times = 0.0, []
     for page in range(1060):
         day += 20 / (30 if day < 40 else 3000)
@@ -149,7 +155,7 @@ def run(r, now, seed=1, prefix="w"):
         pipe.execute_command("SEEN.INSERT", k("again"), "NOW", t, "ITEMS", *items)
     pipe.execute()
     return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed", "clustered",
-                           "burst", "turned", "binge", "apps", "apps-wide", "dense", "sequence",
+                           "burst", "burst5", "turned", "binge", "apps", "apps-wide", "dense", "sequence",
                            "mid", "again")]
 
 
@@ -164,6 +170,7 @@ def candidates(seed=1):
     out += [str(2700000 + i) for i in range(0, 400000, 331)]
     out += [str(7000000 + i) for i in range(0, 60000, 37)]
     out += ["b%d-%d" % (p, p % 20) for p in range(0, 300, 7)]
+    out += ["b5-%d-%d" % (p, p % 5) for p in range(0, 1000, 17)] + ["b5-9999-0"]
     out += ["h%d-%d" % (p, p % 20) for p in range(0, 1060, 11)] + ["h9999-0"]
     out += ["light%d" % d for d in range(0, 60, 3)]
     out += ["binge%d-%d" % (p, p % 20) for p in range(0, 600, 13)] + ["binge9999-0"]
