@@ -26,10 +26,11 @@ so the first measurement is of every user mid-session.
 Then keys in their first hours and days, which the checkpoints ten days
 apart step over: heavy users from their first page (a first-day burst of
 1,000 an hour, in pages of 20 and of 5, 1,000 a day, migrated SETs of
-10,000 and of 2,500 written at one time then 1,000 a day), written on a server whose clock runs at its
-normal pace with `SEEN.INSERT … NOW t` at their own past times, MEMORY
-USAGE after every page once a key holds 1,000 live items: "every key
-holding 1,000 items, at every age" is judged on those and on the fleet's.
+10,000 and of 2,500 written at one time then 1,000 a day), written on a
+server whose clock runs at its normal pace with `SEEN.INSERT … NOW t` at
+their own past times, MEMORY USAGE after every page once a key holds 1,000
+live items: "every key holding 1,000 items, at every age" is judged on
+those and on the fleet's.
 
   bench/lifecycle.py --out bench/results          the full run (make bench-lifecycle)
   bench/lifecycle.py --short --check --out DIR    a 60-day run for make test

@@ -1903,10 +1903,6 @@ static void assert_keys_seen(const seen_set *s, const uint64_t *ids, size_t from
     }
 }
 
-/* A new user writing pages of 20 at the server's clock, `per_day` items a
- * day, for `days`: the worst bits per item of the whole set and of its
- * runs alone at checkpoints once it holds 1,000 items, and no false
- * negatives at the end. */
 /* Bytes Redis keeps for a key beside its set (its entry and the module's
  * record), and the serialized size up to which the module keeps a set
  * packed between commands (seen.pack-max-bytes by default): a key's
@@ -1922,9 +1918,11 @@ static size_t key_bytes_in_redis(const seen_set *s)
     return REDIS_KEY_BYTES + (packed <= MODULE_PACK_MAX_BYTES ? packed : seen_bytes(s));
 }
 
-/* The most bits per held item a young set takes after any page once it
- * holds 1,000 items: as the library holds it, in its runs, and as a key in
- * Redis (*worst_key). */
+/* A new user writing pages of 20 at the server's clock, `per_day` items a
+ * day, for `days`: the worst bits per held item after any page once it
+ * holds 1,000 items, of the whole set as the library holds it, of its runs
+ * alone (*worst_runs) and of the key in Redis (*worst_key); and no false
+ * negatives at the end. */
 static double young_worst_bits(double per_day, double days, size_t *max_runs, double *worst_runs,
                                double *worst_key)
 {
@@ -1992,7 +1990,7 @@ static void test_young_sets_compact(void **state)
          * the head's items go straight into such a run while it does.
          * Written at the plan instead, the items of 3,000-18,000 held
          * spent a bit more each until their run folded into the coarser
-         * one: up to 20.5 bits per item as a key in Redis. */
+         * one: up to 20.6 bits per item as a key in Redis. */
         {24000, 2, 19.4, 21.5, 20.0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
