@@ -147,6 +147,16 @@
  * holds (plan.c, plan_target): a window of a week at 5,000 items a day held
  * 14 runs and 24 bits an item in its first window, 8 and 21.8 so. */
 #define SEEN_YOUNG_AHEAD 32u
+/* ... and for at least this many items, so that the run its first plan
+ * starts fills its young share (1/SEEN_YOUNG_SHARE of the budget) just as
+ * it reaches SEEN_SINGLE_RUN_MAX items, past which the head starts runs of
+ * its own.  Planned for what its first pages project (~20 items, 113 times
+ * over a 90-day window), that run filled its share at ~140 items and each
+ * later young run started at whatever the plan then was, a page boundary's
+ * luck: a first-day burst's worst page took 19.7 bits an item in pages of
+ * 20 but 20.2-21.4 in pages of 1-15, 30, 70 or 100 (docs/DESIGN.md,
+ * "Planning the divisor"). */
+#define SEEN_YOUNG_MIN_TARGET (SEEN_YOUNG_SHARE * SEEN_SINGLE_RUN_MAX)
 /* A windowed set whose live items all share one time and number at least
  * SEEN_YOUNG_BULK_MIN (a bulk load: a migrated SET, whose members have no
  * times of their own, or a history loaded in one command) has shown no

@@ -217,6 +217,11 @@ static uint64_t plan_target(const seen_set *s, const next_state *ns, uint64_t li
              * least SEEN_YOUNG_AHEAD times ahead. */
             if (span < floor_ms && proj < (double)live * SEEN_YOUNG_AHEAD)
                 proj = (double)live * SEEN_YOUNG_AHEAD;
+            /* And for at least SEEN_YOUNG_MIN_TARGET (internal.h): the
+             * first young run then fills its share of the budget as it
+             * reaches the most items a run takes the head for. */
+            if (span < floor_ms && proj < (double)SEEN_YOUNG_MIN_TARGET)
+                proj = (double)SEEN_YOUNG_MIN_TARGET;
             /* Everything at one time: a bulk load, with no rate to project
              * (internal.h, SEEN_YOUNG_BULK_AHEAD). */
             if (span == 0 && live >= SEEN_YOUNG_BULK_MIN)
