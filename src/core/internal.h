@@ -112,6 +112,14 @@
 /* Sets this large buffer twice as much: their merges rewrite a recent run
  * of up to a slice's items, and 0.1 bit per item buys half the rewrites. */
 #define SEEN_HEAD_LARGE_SET 65536u
+/* A set in its exact phase holding at most this many entries (and at most
+ * its exact limit) keeps them all in the head: raw, each key costs 9
+ * serialized bytes, where an exact run (Golomb-coded 64-bit keys, ~62 bits
+ * each) adds a header of ~35.  Serialized, 10 string items (pages of 10)
+ * took 155 bytes as a run and 125 as a head, 16 took 213 and 183; 24 the
+ * same within 9 bytes, and from ~30 the run is smaller (plan.c,
+ * seen__need_flush). */
+#define SEEN_HEAD_EXACT_MAX 24u
 /* In sets this large the run that takes the head is encoded with fine
  * buckets: every add probes it and every flush decodes it up to each new
  * value, and it is a small part of the set (a slice), so its larger index

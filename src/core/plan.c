@@ -1207,7 +1207,13 @@ bool seen__need_flush(const seen_set *s, const next_state *ns, bool dead)
     uint64_t stored = ns->hn;
     for (uint32_t i = 0; i < s->nruns; i++)
         stored += s->runs[i].n;
-    if (ns->hn >= head_limit(stored))
+    /* A small exact set keeps its keys raw in the head (internal.h,
+     * SEEN_HEAD_EXACT_MAX); its next write past that flushes, and leaves
+     * the exact phase if it is over.  Raw integer ids are left to their
+     * runs: clustered ids code in a few bits each. */
+    const bool keeps_head = ns->plan_c == 0 && !ns->raw_keys && stored <= s->policy.exact_limit &&
+                            stored <= SEEN_HEAD_EXACT_MAX;
+    if (!keeps_head && ns->hn >= head_limit(stored))
         return true;
     /* A set still keyed by its raw ids weighs every head key to know
      * whether its exact phase is over: asked at every write, that was most

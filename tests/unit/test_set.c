@@ -1969,6 +1969,53 @@ static double young_worst_bits(double per_day, double days, size_t page, size_t 
     return worst;
 }
 
+/* A small exact set keeps its keys raw in the head (SEEN_HEAD_EXACT_MAX):
+ * 16 items in pages of 4 serialize to 182 bytes, where flushed into an
+ * exact run they took 207; they answer the same after a reload, and the
+ * write past the exact limit leaves the exact phase as before. */
+static void test_small_exact_set_keeps_head(void **state)
+{
+    (void)state;
+    rng r = {test_seed("small-exact", 17)};
+    seen_policy p = policy(90 * DAY, 4, 0.001, 0, SEEN_IDS_STR, 16);
+    seen_set *s;
+    assert_int_equal(seen_create(&p, &s), SEEN_OK);
+    uint64_t ids[20];
+    str_item items[4];
+    seen_str strs[4];
+    int64_t now = T0;
+    for (size_t i = 0; i < 16; i += 4) {
+        now = T0 + (int64_t)i * (DAY / 24);
+        for (size_t j = 0; j < 4; j++) {
+            ids[i + j] = rng_next(&r);
+            make_str(&items[j], ids[i + j]);
+            strs[j] = items[j].s;
+        }
+        assert_int_equal(seen_add_str(s, strs, 4, NULL, now, NULL), SEEN_OK);
+        assert_int_equal(s->nruns, 0);
+        assert_int_equal(s->head_n, i + 4);
+        assert_int_equal(seen__set_check(s), SEEN_OK);
+    }
+    size_t bytes = seen_serialized_size(s);
+    fprintf(stderr, "[stat] 16 items kept in the head: %zu bytes serialized\n", bytes);
+    /* The set's fixed part (a 1-item set: 44 bytes) and 9 bytes a key. */
+    assert_true(bytes <= 44 + 15 * 9 + 4);
+    s = roundtrip(s);
+    assert_keys_seen(s, ids, 0, 16, now);
+    for (size_t i = 16; i < 20; i++) {
+        ids[i] = rng_next(&r);
+        make_str(&items[i - 16], ids[i]);
+        strs[i - 16] = items[i - 16].s;
+    }
+    now += DAY / 24;
+    assert_int_equal(seen_add_str(s, strs, 4, NULL, now, NULL), SEEN_OK);
+    assert_int_equal(s->head_n, 0);
+    assert_true(s->plan_c != 0);
+    assert_true(seen_serialized_size(s) < bytes);
+    assert_keys_seen(s, ids, 0, 20, now);
+    seen_free(s);
+}
+
 static void test_young_sets_compact(void **state)
 {
     (void)state;
@@ -3221,6 +3268,7 @@ int main(void)
         cmocka_unit_test(test_import_at_one_now),
         cmocka_unit_test(test_steady_state),
         cmocka_unit_test(test_readded_items_keep_the_plan),
+        cmocka_unit_test(test_small_exact_set_keeps_head),
         cmocka_unit_test(test_young_sets_compact),
         cmocka_unit_test(test_many_runs_fold_rarely),
         cmocka_unit_test(test_slice_end_rewrites_main_once),
