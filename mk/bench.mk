@@ -11,7 +11,7 @@ BENCH_SRC = bench/bench_redis.c bench/bench_report.c bench/driver.c
 BENCH_OUT ?= bench/results
 
 .PHONY: bench bench-latency test-bench bench-layouts test-layouts bench-states test-states \
-	test-states-san
+	test-states-san bench-young
 
 # It links the core library to time the core alone on a twin of a key.
 $(BUILD)/bench/bench_redis: $(BENCH_SRC) bench/driver.h bench/bench_redis.h include/seen.h $(BUILD)/libseen.a
@@ -93,6 +93,16 @@ $(BUILD)/bench/states: bench/states.c bench/hset.h bench/bench_util.h $(BUILD)/l
 
 bench-states: $(BUILD)/bench/states
 	$(BUILD)/bench/states $(BENCH_OUT)/states.md
+
+# A heavy key's first day in 17 page sizes and first days of 30,000 to
+# 320,000 items, in process, the key sized as the module holds it
+# (bench/young_pages.c; bench/results/young_pages.md, about 10 s).
+$(BUILD)/bench/young_pages: bench/young_pages.c src/common/size_class.h $(BUILD)/libseen.a include/seen.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(DEFS) -O2 -g -Iinclude $< $(BUILD)/libseen.a -lm -o $@
+
+bench-young: $(BUILD)/bench/young_pages
+	$(BUILD)/bench/young_pages $(BENCH_OUT)/young_pages.md
 
 # Its short form (120 days, 4 and 64 slices; ~10 s), part of `make test`:
 # fails on a refused write, a live item reported unseen, false positives
