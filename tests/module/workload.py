@@ -43,6 +43,15 @@ def run(r, now, seed=1, prefix="w"):
     r.execute_command("SEEN.ADD", k("exp"), "AT", now - DAY, "e1", "e2")
     r.execute_command("SEEN.ADD", k("exp"), "e3")
 
+    # Small exact sets hold their keys raw in the head, up to 24 and their
+    # exact limit: 14 items in pages of 2, one removed; 22 under a limit of 24.
+    for page in range(7):
+        r.execute_command("SEEN.INSERT", k("headonly"), "NOW", now - (7 - page) * 3600000,
+                          "ITEMS", "h%d" % (2 * page), "h%d" % (2 * page + 1))
+    r.execute_command("SEEN.DEL", k("headonly"), "h3")
+    r.execute_command("SEEN.RESERVE", k("headonly24"), "EXACTLIMIT", "24")
+    for page in range(11):
+        r.execute_command("SEEN.ADD", k("headonly24"), "g%d" % (2 * page), "g%d" % (2 * page + 1))
     r.execute_command("SEEN.INSERT", k("ins"), "WINDOW", "1h", "SLICES", "3", "ITEMS", "i1", "i2")
     r.execute_command("SEEN.INSERT", k("ins"), "NOCREATE", "AT", now - 1000, "ITEMS", "i3")
     # Each item with its own time (a back-filled stream), in both forms.
@@ -156,7 +165,7 @@ def run(r, now, seed=1, prefix="w"):
     pipe.execute()
     return [k(n) for n in ("compact", "small", "int", "cap", "exp", "ins", "timed", "clustered",
                            "burst", "burst5", "turned", "binge", "apps", "apps-wide", "dense", "sequence",
-                           "mid", "again")]
+                           "mid", "again", "headonly", "headonly24")]
 
 
 def candidates(seed=1):
