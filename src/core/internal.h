@@ -162,7 +162,7 @@
  * over a 90-day window), that run filled its share at ~140 items and each
  * later young run started at whatever the plan then was, a page boundary's
  * luck: a first-day burst's worst page took 19.7 bits an item in pages of
- * 20 but 20.2-21.4 in pages of 1-15, 30, 70 or 100 (docs/DESIGN.md,
+ * 20 but 20.1-21.4 in pages of 1-15, 30, 70 or 100 (docs/DESIGN.md,
  * "Planning the divisor"). */
 #define SEEN_YOUNG_MIN_TARGET (SEEN_YOUNG_SHARE * SEEN_SINGLE_RUN_MAX)
 /* A windowed set whose live items all share one time and number at least
