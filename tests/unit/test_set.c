@@ -667,6 +667,62 @@ static void test_window_edges(void **state)
     seen_free(s);
 }
 
+/* What a set reports of itself at a time no write has reached: every
+ * count between what it must still see and what it may still hold, and
+ * every segment it lists not yet forgotten; nothing once all is. */
+static void test_reports_follow_the_clock(void **state)
+{
+    (void)state;
+    const int64_t w = 10 * DAY, l = w / 4;
+    for (int approx = 0; approx < 2; approx++) {
+        seen_policy p = policy((uint64_t)w, 4, approx ? 0.001 : 0, 0, SEEN_IDS_INT, 16);
+        seen_set *s;
+        assert_int_equal(seen_create(&p, &s), SEEN_OK);
+        /* 30 a day for 12 days, in pages of 10: runs and a head, slices
+         * forgotten and not yet purged by any write. */
+        enum { DAYS = 12, PER_DAY = 30 };
+        int64_t at[DAYS * PER_DAY];
+        uint64_t ids[DAYS * PER_DAY];
+        for (size_t i = 0; i < DAYS * PER_DAY; i++) {
+            ids[i] = 1000 + i;
+            at[i] = T0 + (int64_t)(i / PER_DAY) * DAY + (int64_t)(i % PER_DAY) * 60000;
+        }
+        for (size_t i = 0; i < DAYS * PER_DAY; i += 10)
+            assert_int_equal(seen_add_int(s, ids + i, 10, NULL, at[i + 9], NULL), SEEN_OK);
+        const int64_t last = at[DAYS * PER_DAY - 1];
+        for (int64_t q = last; q <= last + w + 2 * l; q += DAY / 2) {
+            uint64_t must = 0, may = 0;
+            for (size_t i = 0; i < DAYS * PER_DAY; i++) {
+                must += q < at[i] + w;
+                may += q < at[i] + w + l;
+            }
+            /* Two fingerprints that collide count once (a few pairs in
+             * 360 at this error). */
+            const uint64_t lowest = approx ? must - must / 50 : must;
+            const uint64_t count = seen_count(s, q);
+            if (count < lowest || count > may)
+                fail_msg("%s set, %lld ms after the last write: counts %llu, must see %llu and may "
+                         "hold %llu",
+                         approx ? "approximate" : "exact", (long long)(q - last),
+                         (unsigned long long)count, (unsigned long long)must,
+                         (unsigned long long)may);
+            seen_segment_info info[64];
+            const size_t nseg = seen_segments(s, q, info, 64);
+            assert_true(nseg <= 64);
+            uint64_t listed = 0;
+            for (size_t k = 0; k < nseg; k++) {
+                assert_true(info[k].forget_ms > q);
+                listed += info[k].items;
+            }
+            assert_int_equal(listed, count);
+            if (may == 0)
+                assert_int_equal(nseg, 0);
+        }
+        assert_int_equal(seen_count(s, last + w + 2 * l), 0);
+        seen_free(s);
+    }
+}
+
 static void test_idempotent(void **state)
 {
     (void)state;
@@ -3328,6 +3384,7 @@ int main(void)
         cmocka_unit_test(test_writes_near_linear),
         cmocka_unit_test(test_removal_in_large_runs),
         cmocka_unit_test(test_window_edges),
+        cmocka_unit_test(test_reports_follow_the_clock),
         cmocka_unit_test(test_idempotent),
         cmocka_unit_test(test_false_positive_rate),
         cmocka_unit_test(test_bits_per_item),
