@@ -26,7 +26,7 @@ CORE_OBJ = $(CORE_SRC:src/core/%.c=$(BUILD)/core/%.o)
 CORE_SAN_OBJ = $(CORE_SRC:src/core/%.c=$(SAN)/core/%.o)
 CORE_HDR = include/seen.h $(wildcard src/core/*.h) src/common/size_class.h
 
-.PHONY: all lib module clean test test-unit test-fuzz test-module test-module-san fuzz \
+.PHONY: all lib module clean test test-unit test-fuzz test-mutants test-module test-module-san fuzz \
 	fuzz-corpus bench-core bench-alternatives format format-check
 all: lib module
 
@@ -159,6 +159,12 @@ test-unit: $(UNIT_TESTS:%=$(BUILD)/tests/%) $(UNIT_TESTS:%=$(SAN)/tests/%)
 test-fuzz: $(FUZZ_TARGETS:%=$(SAN)/fuzz/replay_%)
 	@for t in $(FUZZ_TARGETS); do echo "== replay corpus of fuzz_$$t (ASan+UBSan)"; \
 		$(SAN)/fuzz/replay_$$t tests/fuzz/corpus/$$t || exit 1; done
+
+# Each guard listed in tests/mutants/mutants.txt broken in turn: the unit
+# tests or the fuzz replays must fail on every one (~15 minutes; not part
+# of `make test`).
+test-mutants:
+	bash tests/mutants/run.sh
 
 # Fuzz for FUZZ_SECONDS per target; new inputs go to build/fuzz/new_*, copy
 # the interesting ones into tests/fuzz/corpus/.
