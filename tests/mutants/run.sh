@@ -39,7 +39,9 @@ one() { # one N: build and test mutant N (its line of mutants.txt in $work/mN)
     for t in test_set test_raw_keys test_format; do
         cc $CFLAGS_LIB -O2 $inc "$root/tests/unit/$t.c" "$root/tests/unit/testutil.c" "$d/libseen.a" \
             -lcmocka -lm -o "$d/$t" || { echo "$n	NO-BUILD	$f: $what"; return; }
-        if ! timeout 600 "$d/$t" >"$d/$t.log" 2>&1; then
+        # In a subshell, so a test killed by a signal (an assert's abort)
+        # is reported in its log, not on the terminal.
+        if ! (timeout 600 "$d/$t" >"$d/$t.log" 2>&1) 2>>"$d/$t.log"; then
             echo "$n	caught by $t	$f: $what"
             rm -rf "$d"
             return
@@ -49,7 +51,8 @@ one() { # one N: build and test mutant N (its line of mutants.txt in $work/mN)
         cc $CFLAGS_LIB -O1 -DSEEN_EF_MIN_RUN=64u $inc "$root/tests/fuzz/fuzz_$t.c" \
             "$root/tests/fuzz/replay.c" "$root/tests/unit/testutil.c" "$d/libseen-ef.a" -lm \
             -o "$d/replay_$t" || { echo "$n	NO-BUILD	$f: $what"; return; }
-        if ! timeout 900 "$d/replay_$t" "$root/tests/fuzz/corpus/$t" >"$d/replay_$t.log" 2>&1; then
+        if ! (timeout 900 "$d/replay_$t" "$root/tests/fuzz/corpus/$t" >"$d/replay_$t.log" 2>&1) \
+            2>>"$d/replay_$t.log"; then
             echo "$n	caught by replay_$t	$f: $what"
             rm -rf "$d"
             return
