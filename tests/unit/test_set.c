@@ -3204,8 +3204,8 @@ static void test_batch_walks_agree(void **state)
             uint64_t *ids = malloc(n * sizeof *ids);
             for (size_t i = 0; i < n; i++)
                 ids[i] = kinds[k].id_base + i * 3 + (uint64_t)(i % 2);
-            /* The largest key there is, held by exact sets (a hash table
-             * of values must not take it for an empty slot). */
+            /* The largest key there is, held by the exact sets: the
+             * highest value a run or the head can hold. */
             if (kinds[k].id_base > 1)
                 ids[n - 1] = UINT64_MAX;
             const size_t page = n < 400 ? 4 : 50;
@@ -3249,9 +3249,9 @@ static void test_batch_walks_agree(void **state)
     }
 }
 
-/* One prepared query against a small set (its candidates looked up as they
- * came), a large one (which sorts them) and the small one again answers
- * as a fresh query does on each. */
+/* One prepared query (its candidates hashed and sorted once) run against a
+ * small set, a large one and the small one again answers as a fresh query
+ * does on each. */
 static void test_prepared_query_across_sizes(void **state)
 {
     (void)state;
