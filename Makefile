@@ -122,15 +122,18 @@ format-check:
 # Unit tests link the library's internals (white-box tests of the codec).
 TEST_CFLAGS = $(CSTD) -Wall -Wextra -Werror $(DEFS) -Iinclude -Isrc/core -Itests/unit
 TEST_COMMON = tests/unit/testutil.c tests/unit/testutil.h
-UNIT_TESTS = test_run test_set test_format test_raw_keys
+UNIT_TESTS = test_run test_set test_format test_raw_keys test_loader
+# What every unit test links: the shared helpers and FORMAT.md's reader.
+UNIT_LINK = tests/unit/testutil.c tests/unit/spec_walk.c
+UNIT_DEPS = $(TEST_COMMON) tests/unit/spec_walk.c tests/unit/spec_walk.h
 
-$(BUILD)/tests/%: tests/unit/%.c $(TEST_COMMON) $(BUILD)/libseen.a
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_DEPS) $(BUILD)/libseen.a
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -O2 -g $< tests/unit/testutil.c $(BUILD)/libseen.a -lcmocka -lm -o $@
+	$(CC) $(TEST_CFLAGS) -O2 -g $< $(UNIT_LINK) $(BUILD)/libseen.a -lcmocka -lm -o $@
 
-$(SAN)/tests/%: tests/unit/%.c $(TEST_COMMON) $(SAN)/libseen.a
+$(SAN)/tests/%: tests/unit/%.c $(UNIT_DEPS) $(SAN)/libseen.a
 	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) $(SAN_FLAGS) $< tests/unit/testutil.c $(SAN)/libseen.a -lcmocka -lm -o $@
+	$(CC) $(TEST_CFLAGS) $(SAN_FLAGS) $< $(UNIT_LINK) $(SAN)/libseen.a -lcmocka -lm -o $@
 
 # Fuzz targets, replayed without libFuzzer by tests/fuzz/replay.c.
 FUZZ_TARGETS = load ops batch
