@@ -10,7 +10,7 @@
 # every file rebuilt), and runs, fastest first and stopping at the first
 # that fails: test_loader, test_format, test_raw_keys, test_set, test_run
 # and the replays of the load, ops and batch corpora.  Two mutants run at
-# a time (MUTANT_JOBS; the 87 take ~11 minutes on a 2-core VM).  Exit
+# a time (MUTANT_JOBS; the 103 take ~15 minutes on a 2-core VM).  Exit
 # status 1 if a mutant passes everything, or if the code no longer holds a
 # mutant's text.  MUTANTS_LIST names another list in the same form (a
 # sweep for new guards).

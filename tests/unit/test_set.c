@@ -2401,6 +2401,64 @@ static void test_readded_items_keep_the_plan(void **state)
     assert_true(again_bits <= fresh_bits * 1.2);
 }
 
+/* Items shown again within the segment that holds them (a feed re-showing
+ * a page within the slice; in a capped set, within its newest count step:
+ * older steps' items move to it) are already as recent as the new
+ * addition: the set stays byte for byte the same, whether they sit in the
+ * head or in runs, exact or compact, and none counts as added. */
+static void test_readd_within_slice_changes_nothing(void **state)
+{
+    (void)state;
+    for (int kind = 0; kind < 3; kind++) {
+        seen_policy p;
+        seen_policy_default(&p);
+        if (kind == 1)
+            p.error = 0;
+        if (kind == 2)
+            p.capacity = 5000;
+        seen_set *s;
+        assert_int_equal(seen_create(&p, &s), SEEN_OK);
+        enum { PAGES = 150, PAGE = 20 };
+        uint64_t ids[PAGE];
+        const int64_t now = T0 + DAY;
+        for (int pg = 0; pg < PAGES; pg++) {
+            for (size_t i = 0; i < PAGE; i++)
+                ids[i] = (uint64_t)pg * PAGE + i;
+            assert_int_equal(add_ids(s, ids, PAGE, NULL, T0 + pg * (DAY / PAGES), NULL), SEEN_OK);
+        }
+        /* And a page of 5 the head keeps. */
+        for (size_t i = 0; i < 5; i++)
+            ids[i] = (uint64_t)PAGES * PAGE + i;
+        assert_int_equal(add_ids(s, ids, 5, NULL, T0 + DAY - 1, NULL), SEEN_OK);
+        if (s->nruns == 0 || s->head_n == 0)
+            fail_msg("kind %d: %u runs, %u in the head", kind, s->nruns, s->head_n);
+        size_t len;
+        uint8_t *before = snapshot(s, &len);
+        /* The newest page (in the head), one from the middle (in a run)
+         * and the first (the capped set: two in its newest step's runs),
+         * each item of the first and last given several times in the
+         * page. */
+        const int pages[] = {PAGES, kind == 2 ? PAGES - 10 : PAGES / 2, kind == 2 ? PAGES - 20 : 0};
+        for (size_t k = 0; k < 3; k++) {
+            for (size_t i = 0; i < PAGE; i++)
+                ids[i] = (uint64_t)pages[k] * PAGE + (i % (k == 0 ? 5 : k == 2 ? 7 : PAGE));
+            size_t added = 99;
+            assert_int_equal(add_ids(s, ids, PAGE, NULL, now, &added), SEEN_OK);
+            assert_int_equal(added, 0);
+            if (k == 0) {
+                /* The first re-add moved the clock to `now`: compare from
+                 * here on. */
+                free(before);
+                before = snapshot(s, &len);
+            } else {
+                assert_unchanged(s, before, len);
+            }
+        }
+        free(before);
+        seen_free(s);
+    }
+}
+
 static void test_user_back_after_a_window_lives_as_new(void **state)
 {
     (void)state;
@@ -3391,6 +3449,7 @@ int main(void)
         cmocka_unit_test(test_removal_in_large_runs),
         cmocka_unit_test(test_window_edges),
         cmocka_unit_test(test_reports_follow_the_clock),
+        cmocka_unit_test(test_readd_within_slice_changes_nothing),
         cmocka_unit_test(test_idempotent),
         cmocka_unit_test(test_false_positive_rate),
         cmocka_unit_test(test_bits_per_item),
