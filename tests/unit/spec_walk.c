@@ -78,7 +78,8 @@ static uint64_t num(walk *w, const char *name, int at, size_t bytes)
     return w->version == 1 ? fixed(w, name, at, bytes) : varint(w, name, at);
 }
 
-static void span_of(walk *w, const char *name, int at, size_t bytes)
+/* A part of a run's payload (index, tags, codes): kept as a byte range. */
+static void payload_part(walk *w, const char *name, int at, size_t bytes)
 {
     assert_true(w->pos + bytes <= w->len);
     size_t start = w->pos;
@@ -209,11 +210,13 @@ void spec_walk(walk *w, const uint8_t *b, size_t len)
         for (uint64_t t = 0; t < rsegs; t++)
             num(w, t == 0 ? "run_seg0" : t == 1 ? "run_seg1" : "run_seg", i, 4);
         bool ef = ver >= 4 && m == 0;
-        span_of(w, "index", i, (size_t)(((nbuckets - 1) * (w_bits + w_items + w_vals) + 7) / 8));
+        payload_part(w, "index", i,
+                     (size_t)(((nbuckets - 1) * (w_bits + w_items + w_vals) + 7) / 8));
         if (rsegs > 1)
-            span_of(w, "tags", i,
-                    (size_t)((n + tags_per_word(rsegs, ef) - 1) / tags_per_word(rsegs, ef)) * 8);
-        span_of(w, "codes", i, (size_t)((code_bits + 7) / 8));
+            payload_part(w, "tags", i,
+                         (size_t)((n + tags_per_word(rsegs, ef) - 1) / tags_per_word(rsegs, ef)) *
+                             8);
+        payload_part(w, "codes", i, (size_t)((code_bits + 7) / 8));
     }
     assert_int_equal(w->pos + 8, len); /* then the checksum, and nothing else */
 }
