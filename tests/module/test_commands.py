@@ -63,6 +63,7 @@ def test_reserve_all_options(r):
     (["WINDOW", "2", "SLICES", "4"], "bad window"),
     (["WINDOW"], "bad window"),
     (["SLICES", "0"], "bad slices"),
+    (["SLICES", "0"], "bad slices"),
     (["SLICES", "65"], "bad slices"),
     (["SLICES", "x"], "bad slices"),
     (["ERROR", "0"], r"error rate must be in \(0, 0.5\)"),
@@ -76,6 +77,7 @@ def test_reserve_all_options(r):
     (["CAPACITY", "4294967297"], "capacity"),
     (["IDS", "FLOAT"], "IDS must be STR or INT"),
     (["EXACTLIMIT", "x"], "EXACTLIMIT"),
+    (["EXACTLIMIT", "4294967296"], "EXACTLIMIT must be an integer from 0 to 2147483648"),
     (["EXPIRY", "MAYBE"], "EXPIRY must be ON or OFF"),
     (["WINDOW", "0", "EXPIRY", "ON"], "EXPIRY ON needs a WINDOW"),
     (["JITTER", "x"], "bad jitter"),
@@ -407,6 +409,16 @@ def test_mfilter_errors(r):
         r.execute_command("SEEN.MFILTER", "1", "k", "REPLY", "FLAGS")
     with pytest.raises(ERR, match="bad AT"):
         r.execute_command("SEEN.MFILTER", "1", "k", "AT", "x", "ITEMS", "a")
+    # Items a set could never hold are refused by queries as by writes (the
+    # library hashes any string it is asked about).
+    r.execute_command("SEEN.ADD", "k", "a")
+    for bad in ("", "x" * 513):
+        with pytest.raises(ERR, match="1 to 512 bytes"):
+            r.execute_command("SEEN.FILTER", "k", "a", bad)
+        with pytest.raises(ERR, match="1 to 512 bytes"):
+            r.execute_command("SEEN.MFILTER", "1", "k", "ITEMS", bad, "a")
+        with pytest.raises(ERR, match="1 to 512 bytes"):
+            r.execute_command("SEEN.MFILTER", "1", "k", "REPLY", "FLAGS", "BULK", "a\n" + bad + "\nb")
 
 
 def test_mfilter_keys_for_acl_and_cluster(r):
@@ -528,6 +540,12 @@ def test_load_roundtrip_and_errors(r):
         r.execute_command("SEEN.LOAD", "k3", b"x" * 200)
     with pytest.raises(ERR, match="syntax error"):
         r.execute_command("SEEN.LOAD", "k3", "EXPIRY", blob)
+    # A set without a window is never forgotten: a key that expired with it
+    # would be written to RDB with flags its own load refuses.
+    r.execute_command("SEEN.RESERVE", "nowin", "WINDOW", "0")
+    r.execute_command("SEEN.ADD", "nowin", "a")
+    with pytest.raises(ERR, match="EXPIRY ON needs a set with a window"):
+        r.execute_command("SEEN.LOAD", "k3", "EXPIRY", "ON", dump(r, "nowin").blob)
     assert not r.exists("k3")
 
 
@@ -545,6 +563,37 @@ def test_load_in_chunks(r):
         r.execute_command("SEEN.LOAD", "k3", "OFFSET", 0, "TOTAL", 5, blob[:10])
     with pytest.raises(ERR, match="OFFSET and TOTAL"):
         r.execute_command("SEEN.LOAD", "k3", "OFFSET", 0, blob)
+    # No upload is begun for a TOTAL of nothing, or of more than an
+    # address space's half.
+    for total in (0, 1 << 63, (1 << 64) - 1):
+        with pytest.raises(ERR, match="bad TOTAL"):
+            r.execute_command("SEEN.LOAD", "k3", "OFFSET", 0, "TOTAL", total, blob[:10])
+    assert r.info("seen")["seen_load_upload_bytes"] == 0 and not r.exists("k3")
+
+
+def test_load_chunks_join_only_their_upload(r):
+    # A chunk joins the upload begun for its key with the same TOTAL and at
+    # the offset it has reached; anything else starts nothing and changes
+    # no upload in progress, even one it would fit.
+    r.execute_command("SEEN.INSERT", "k", "BULK", "\n".join("i%d" % i for i in range(3000)))
+    blob = dump(r, "k").blob
+    half = len(blob) // 2
+    for key in ("a", "b"):
+        assert r.execute_command("SEEN.LOAD", key, "OFFSET", 0, "TOTAL", len(blob),
+                                 blob[:half]) == b"OK"
+    assert r.execute_command("SEEN.LOAD", "a", "OFFSET", half, "TOTAL", len(blob),
+                             blob[half:]) == b"OK"
+    # b's upload fits this chunk, but no upload was begun for c.
+    with pytest.raises(ERR, match="out of order"):
+        r.execute_command("SEEN.LOAD", "c", "OFFSET", half, "TOTAL", len(blob), blob[half:])
+    # b's own next chunk under another TOTAL.
+    with pytest.raises(ERR, match="out of order"):
+        r.execute_command("SEEN.LOAD", "b", "OFFSET", half, "TOTAL", len(blob) + 1,
+                          blob[half:] + b"x")
+    assert not r.exists("c") and not r.exists("b")
+    assert r.execute_command("SEEN.LOAD", "b", "OFFSET", half, "TOTAL", len(blob),
+                             blob[half:]) == b"OK"
+    assert digest(r, "a") == digest(r, "k") and digest(r, "b") == digest(r, "k")
 
 
 def test_copy_and_rename(r):

@@ -74,6 +74,42 @@ def test_uploads_belong_to_their_client_and_key(r, shared_server):
     other.close()
 
 
+def test_uploads_of_one_key_name_stay_apart(r, shared_server):
+    # Two clients loading the same key name, and one client the same name in
+    # two databases: each upload goes on, none starts another over.
+    r.execute_command("SEEN.ADD", "s1", *["a%d" % i for i in range(300)])
+    r.execute_command("SEEN.ADD", "s2", *["b%d" % i for i in range(700)])
+    b1, b2 = serialized(r, "s1"), serialized(r, "s2")
+    h1, h2 = len(b1) // 2, len(b2) // 2
+    a = shared_server.client(single_connection_client=True)
+    b = shared_server.client(single_connection_client=True)
+    try:
+        assert a.execute_command("SEEN.LOAD", "dst", "OFFSET", 0, "TOTAL", len(b1),
+                                 b1[:h1]) == b"OK"
+        assert b.execute_command("SEEN.LOAD", "dst", "OFFSET", 0, "TOTAL", len(b2),
+                                 b2[:h2]) == b"OK"
+        a.execute_command("SELECT", 1)
+        assert a.execute_command("SEEN.LOAD", "dst", "OFFSET", 0, "TOTAL", len(b2),
+                                 b2[:h2]) == b"OK"
+        a.execute_command("SELECT", 0)
+        assert a.execute_command("SEEN.LOAD", "dst", "OFFSET", h1, "TOTAL", len(b1),
+                                 b1[h1:]) == b"OK"
+        assert serialized(r, "dst") == b1
+        r.delete("dst")
+        assert b.execute_command("SEEN.LOAD", "dst", "OFFSET", h2, "TOTAL", len(b2),
+                                 b2[h2:]) == b"OK"
+        assert serialized(r, "dst") == b2
+        a.execute_command("SELECT", 1)
+        assert a.execute_command("SEEN.LOAD", "dst", "OFFSET", h2, "TOTAL", len(b2),
+                                 b2[h2:]) == b"OK"
+        assert serialized(a, "dst") == b2
+        a.execute_command("FLUSHDB")
+    finally:
+        a.close()
+        b.close()
+    assert info_seen(r)["seen_load_upload_bytes"] == 0
+
+
 def test_abandoned_upload_is_dropped_and_memory_bounded(r):
     r.execute_command("SEEN.ADD", "src", *["a%d" % i for i in range(500)])
     blob = serialized(r, "src")

@@ -188,6 +188,9 @@ def test_bad_envelope(r, sample):
     rejected(r, sample.build(flags=2))
     rejected(r, sample.build(flags=1 << 40))
     rejected(r, sample.build(jitter=1 << 63))
+    # Past the longest window (100 years of 366 days): no key's expiry
+    # may be put that far past its forgetting.
+    rejected(r, sample.build(jitter=100 * 366 * 24 * 3600 * 1000 + 1))
     rejected(r, sample.build(jitter=(1 << 64) - 1))
     rejected(r, sample.build(blob=b""))
     rejected(r, sample.build(blob=b"SEEN"))
