@@ -11,11 +11,15 @@
 # every file rebuilt), and runs, fastest first and stopping at the first
 # that fails: test_loader, test_format, test_raw_keys, test_set, test_run,
 # the replays of the load, ops and batch corpora, and test_loader and
-# test_format under ASan+UBSan.  Two mutants run at
-# a time (MUTANT_JOBS; the 105 take ~18 minutes on a 2-core VM).  Exit
-# status 1 if a mutant passes everything, or if the code no longer holds a
-# mutant's text.  MUTANTS_LIST names another list in the same form (a
-# sweep for new guards).
+# test_format under ASan+UBSan.  A mutant of the module (its file named
+# module/…) gets a copy of src/module instead: the file it changes is built
+# alone and linked with the module's other objects and the library as
+# `make` built them (build/), and the module tests run against that
+# seen.so (SEEN_MODULE), the ones that feed it stored and uploaded bytes
+# first, then the whole suite.  Two mutants run at a time (MUTANT_JOBS).
+# Exit status 1 if a mutant passes everything, or if the code no longer
+# holds a mutant's text.  MUTANTS_LIST names another list in the same form
+# (a sweep for new guards).
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 list=${MUTANTS_LIST:-$root/tests/mutants/mutants.txt}
@@ -61,10 +65,58 @@ if ! build_base | xargs -P "$jobs" -I{} sh -c '{}'; then
     exit 1
 fi
 
+# A module mutant: its seen.so, then the module tests against it.
+MODULE_FLAGS="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -fPIC -O2 -fvisibility=hidden -w"
+PYTHON_SYSTEM=${PYTHON_SYSTEM:-/usr/bin/python3}
+MODULE_FIRST="test_restore.py test_limits.py test_commands.py test_persistence.py"
+one_module() { # one_module N FILE OCC OLD NEW WHAT
+    local n=$1 f=${2#module/} occ=$3 old=$4 new=$5 what=$6 d="$work/$1"
+    mkdir -p "$d/src"
+    cp -r "$root/src/module" "$root/src/common" "$d/src/"
+    if ! python3 "$root/tests/mutants/apply.py" "$d/src/module/$f" "$occ" "$old" "$new"; then
+        echo "$n	STALE	module/$f: $what"
+        return
+    fi
+    local objs=() c b t
+    for c in "$root"/src/module/*.c; do
+        b=$(basename "$c" .c)
+        if [ "$b.c" = "$f" ]; then
+            cc $MODULE_FLAGS -I"$root/include" -I"$d/src/module" -c "$d/src/module/$b.c" \
+                -o "$d/$b.o" || { echo "$n	NO-BUILD	module/$f: $what"; return; }
+            objs+=("$d/$b.o")
+        else
+            objs+=("$root/build/module/$b.o")
+        fi
+    done
+    cc -shared -o "$d/seen.so" "${objs[@]}" "$root/build/libseen.a" \
+        -Wl,--version-script="$root/src/module/exports.map" -lm -lc ||
+        { echo "$n	NO-BUILD	module/$f: $what"; return; }
+    cd "$root" || return
+    local first=()
+    for t in $MODULE_FIRST; do first+=("tests/module/$t"); done
+    if ! SEEN_MODULE="$d/seen.so" timeout 900 "$PYTHON_SYSTEM" -m pytest -q -x -p no:cacheprovider \
+        "${first[@]}" >"$d/first.log" 2>&1; then
+        echo "$n	caught by the module tests that load bytes	module/$f: $what"
+        rm -rf "$d"
+        return
+    fi
+    if ! SEEN_MODULE="$d/seen.so" timeout 1800 "$PYTHON_SYSTEM" -m pytest -q -x -p no:cacheprovider \
+        tests/module >"$d/all.log" 2>&1; then
+        echo "$n	caught by the module tests	module/$f: $what"
+        rm -rf "$d"
+        return
+    fi
+    echo "$n	SURVIVED	module/$f: $what"
+}
+
 one() { # one N: build and test mutant N (its line of mutants.txt in $work/mN)
     local n=$1 d="$work/$1"
     local f occ old new what
     IFS=$'\t' read -r f occ old new what <"$work/m$n"
+    if [ "${f#module/}" != "$f" ]; then
+        one_module "$n" "$f" "$occ" "$old" "$new" "$what"
+        return
+    fi
     mkdir -p "$d/src" "$d/lib" "$d/lib-ef"
     cp -r "$root/src/core" "$root/src/common" "$d/src/"
     if ! python3 "$root/tests/mutants/apply.py" "$d/src/core/$f" "$occ" "$old" "$new"; then
@@ -160,8 +212,8 @@ one() { # one N: build and test mutant N (its line of mutants.txt in $work/mN)
     done
     echo "$n	SURVIVED	$f: $what"
 }
-export -f one
-export root work base CFLAGS_LIB EF_SMALL SAN UNIT UNIT_SAN REPLAYS
+export -f one one_module
+export root work base CFLAGS_LIB EF_SMALL SAN UNIT UNIT_SAN REPLAYS MODULE_FLAGS MODULE_FIRST PYTHON_SYSTEM
 
 n=0
 while IFS= read -r line; do
