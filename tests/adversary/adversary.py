@@ -428,6 +428,21 @@ class Run:
             time.sleep(0.05)
         fail("a save or rewrite still running after 120 s")
 
+    def save(self):
+        """SAVE once no child runs.  A replica's full resync starts a
+        background save of its own, between wait_no_child() and the SAVE
+        too, which SAVE then refuses: wait for it and ask again."""
+        deadline = time.time() + 120
+        while True:
+            self.wait_no_child()
+            try:
+                self.srv.c.save()
+                return
+            except redis.ResponseError as e:
+                if "in progress" not in str(e) or time.time() > deadline:
+                    raise
+            time.sleep(0.05)
+
     def turn_knobs(self):
         """Move the resting forms' thresholds under the keys (and how soon
         an idle large key packs), and rewrite the AOF in chunks of some
@@ -515,8 +530,7 @@ class Run:
 
     def restart(self):
         if self.rng.random() < 0.5:
-            self.wait_no_child()
-            self.srv.c.save()
+            self.save()
             self.srv.stop()
             self.srv.start(aof=False)
             self.srv.c.config_set("appendonly", "yes")
